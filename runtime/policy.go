@@ -1,0 +1,105 @@
+package runtime
+
+import "time"
+
+// KeySource says where an operation's idempotency key comes from
+// (CONTRACT §1 `key`).
+type KeySource int
+
+const (
+	// KeyFromHeader reads the key from the header Policy.KeyName.
+	KeyFromHeader KeySource = iota + 1
+	// KeyFromQuery reads the key from the query parameter Policy.KeyName.
+	KeyFromQuery
+	// KeyFromFields derives the key from the JSON body's business fields
+	// Policy.KeyFields: scope + ":" + the canonical values.
+	KeyFromFields
+	// KeyFromBody derives the key from the whole request (content hash).
+	KeyFromBody
+)
+
+// PrincipalMode says whose key space a key lives in.
+type PrincipalMode int
+
+const (
+	// PrincipalAnonymous: one key space for every caller.
+	PrincipalAnonymous PrincipalMode = iota + 1
+	// PrincipalAuth: keys are per authenticated caller, as returned by the
+	// configured principal function. Start-up fails without one.
+	PrincipalAuth
+)
+
+// StatusClass is a bit set of response classes (1xx..5xx).
+type StatusClass uint8
+
+const (
+	Class1xx StatusClass = 1 << iota
+	Class2xx
+	Class3xx
+	Class4xx
+	Class5xx
+)
+
+// SaveRule says which responses are saved and replayed; every other response
+// releases the key. A status is saved when it is listed in Codes, or when its
+// class is in Classes and it is not one of the retryable statuses 408, 409,
+// 425 and 429 (those are saved only when listed in Codes).
+type SaveRule struct {
+	Classes StatusClass
+	Codes   []int
+}
+
+// DefaultSave is CONTRACT §1's default: [2xx, 4xx] minus 408, 409, 425, 429.
+var DefaultSave = SaveRule{Classes: Class2xx | Class4xx}
+
+// Policy is the idempotency policy of one operation, as generated from its
+// x-idempotent annotation. Generated code declares one per operation; the
+// zero value of a duration or size field means the contract's default.
+type Policy struct {
+	// OperationID names the spec operation (for logs, events and problems).
+	OperationID string
+	// Method and Route identify the operation: the HTTP method and the path
+	// template with the server base path, e.g. "/v1/charges/{id}".
+	Method string
+	Route  string
+
+	// Scope is the key namespace (default: the operation id).
+	Scope string
+
+	Key       KeySource
+	KeyName   string   // header or query parameter name
+	KeyFields []string // dotted JSON paths, for KeyFromFields
+	// Optional: a request without a key runs unprotected instead of 400.
+	Optional bool
+
+	Principal PrincipalMode
+
+	// FingerprintInclude / FingerprintExclude are JSON Pointers (RFC 6901)
+	// that select which parts of a JSON body count in the fingerprint. At
+	// most one of them is set.
+	FingerprintInclude []string
+	FingerprintExclude []string
+
+	TTL   time.Duration // default 24h
+	Lease time.Duration // default 60s
+	Wait  time.Duration // default 0: 409 at once
+
+	// ReplayHeaders are replayed in addition to the safe defaults
+	// (CONTRACT §3), canonical MIME header names.
+	ReplayHeaders []string
+	// Save is the save rule; the zero value means DefaultSave.
+	Save SaveRule
+
+	MaxResponseBytes int64 // default 1 MiB
+	MaxRequestBytes  int64 // default 4 MiB
+
+	Transactional bool
+}
+
+// Contract defaults for a Policy's zero-valued fields.
+const (
+	DefaultTTL              = 24 * time.Hour
+	DefaultLease            = 60 * time.Second
+	DefaultMaxResponseBytes = 1 << 20
+	DefaultMaxRequestBytes  = 4 << 20
+)

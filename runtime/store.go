@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// RecordKey identifies one idempotency record: (scope, principal hash, key).
+// The principal is never stored in clear; PrincipalHash is its SHA-256
+// (see HashPrincipal).
+type RecordKey struct {
+	Scope         string
+	PrincipalHash [32]byte
+	Key           string
+}
+
+// ClaimRequest asks a Store to claim a key for one attempt.
+type ClaimRequest struct {
+	RecordKey
+	// Fingerprint is the request fingerprint (SHA-256) and FingerprintVersion
+	// the algorithm version that produced it.
+	Fingerprint        [32]byte
+	FingerprintVersion int
+	// Lease is how long the claim holds before another attempt may take it
+	// over. TTL is how long the record lives in all (it is set again when the
+	// record completes). Stores measure both on their own clock (the database's
+	// for SQL stores), never on the caller's.
+	Lease time.Duration
+	TTL   time.Duration
+}
+
+// ClaimState is what a claim found.
+type ClaimState int
+
+const (
+	// Acquired: the caller owns the key at Epoch and must run the handler,
+	// then Complete or Release with that epoch.
+	Acquired ClaimState = iota + 1
+	// InProgress: another attempt holds a live lease.
+	InProgress
+	// Completed: a result is saved (or a tombstone, see Record.Tombstone).
+	Completed
+)
+
+func (s ClaimState) String() string {
+	switch s {
+	case Acquired:
+		return "acquired"
+	case InProgress:
+		return "in_progress"
+	case Completed:
+		return "completed"
+	}
+	return "unknown"
+}
+
+// ClaimResult is the outcome of Store.Claim.
+type ClaimResult struct {
+	State ClaimState
+	// Epoch is the fencing token of the record: for Acquired, the caller's
+	// own epoch (1 for a new record, previous+1 for a takeover).
+	Epoch int64
+	// TakenOver is true when Acquired replaced an in-progress record whose
+	// lease had ended.
+	TakenOver bool
+	// Fingerprint and FingerprintVersion of the existing record, for
+	// InProgress and Completed.
+	Fingerprint        [32]byte
+	FingerprintVersion int
+	// LeaseRemaining is how long the live lease still runs (InProgress).
+	LeaseRemaining time.Duration
+	// Response is the saved response (Completed). Nil with Tombstone set when
+	// the result was too large to save.
+	Response  *SavedResponse
+	Tombstone bool
+}
+
+// SavedResponse is what a completed record replays.
+type SavedResponse struct {
+	Status int
+	Header http.Header // only the replayable headers, every value kept
+	Body   []byte
+}
+
+// Completion is what Store.Complete writes.
+type Completion struct {
+	RecordKey
+	Epoch int64
+	// Response is nil for a tombstone.
+	Response *SavedResponse
+	// TTL: the record expires TTL after completion, on the store's clock.
+	TTL time.Duration
+}
+
+// ErrFenced is returned by Complete and Release when the record no longer
+// carries the caller's epoch: its lease ended and another attempt took the
+// key over (or the record expired and was swept).
+var ErrFenced = errors.New("idempotency: record is owned by a newer epoch")
+
+// Store persists idempotency records. Implementations must be safe for
+// concurrent use, and every method must be atomic on its own: Claim in
+// particular is one atomic step (never check-then-insert), so that of N
+// concurrent claims of an absent key exactly one is Acquired.
+//
+// Expired records (older than their TTL) are treated as absent by Claim even
+// before Sweep deletes them. Lease and TTL are measured on the store's clock.
+type Store interface {
+	// Claim looks the key up and, if it is absent, expired, or in progress
+	// with an ended lease, claims it in the same atomic step.
+	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
+	// Complete saves the result of the attempt that holds Epoch. It returns
+	// ErrFenced if the record has moved to another epoch.
+	Complete(ctx context.Context, c Completion) error
+	// Release deletes the in-progress record held at epoch, so that the key
+	// may run again. It returns ErrFenced if the record has moved on.
+	Release(ctx context.Context, key RecordKey, epoch int64) error
+	// Sweep deletes up to limit expired records and reports how many it
+	// deleted. Callers loop until it returns fewer than limit.
+	Sweep(ctx context.Context, limit int) (int, error)
+}
+
+// TxStore is a Store that supports transactional mode: the handler's own
+// writes and the completion commit in one database transaction.
+type TxStore interface {
+	Store
+	// BeginTx opens a transaction on the store's database.
+	BeginTx(ctx context.Context) (Tx, error)
+}
+
+// Tx is one transaction opened by TxStore.BeginTx.
+type Tx interface {
+	// Handle is the driver's transaction (pgx.Tx, *sql.Tx) that the handler
+	// uses for its writes. Generated code offers a typed accessor for it.
+	Handle() any
+	// Complete writes the completion inside the transaction, fenced by epoch
+	// like Store.Complete.
+	Complete(ctx context.Context, c Completion) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
