@@ -62,6 +62,9 @@ type Policy struct {
 	// template with the server base path, e.g. "/v1/charges/{id}".
 	Method string
 	Route  string
+	// BasePaths are the servers' base paths the route is served under
+	// (e.g. "/v1"); empty means the route is matched as it is.
+	BasePaths []string
 
 	// Scope is the key namespace (default: the operation id).
 	Scope string

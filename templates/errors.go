@@ -1,0 +1,5 @@
+package templates
+
+import "errors"
+
+var errNotYet = errors.New("templates: not implemented yet")
