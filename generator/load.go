@@ -1,0 +1,509 @@
+package generator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+const (
+	extOp       = "x-idempotent"
+	extDefaults = "x-idempotent-defaults"
+)
+
+// builder builds the model of one document.
+type builder struct {
+	cfg      Config
+	doc      *openapi3.T
+	src      *source
+	d        diags
+	defaults *annotation
+	ops      []*Operation
+}
+
+func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
+	loader := openapi3.NewLoader()
+	loader.IncludeOrigin = true
+	loader.Context = ctx
+	doc, err := loadDoc(loader, data, cfg.Spec)
+	if err != nil {
+		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: "cannot load the OpenAPI document: " + err.Error()}}
+	}
+	b := &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}
+	b.run()
+	if err := b.d.err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, nil
+}
+
+// loadDoc loads with kin-openapi, turning its panics (it has had some on
+// malformed input) into errors.
+func loadDoc(loader *openapi3.Loader, data []byte, name string) (doc *openapi3.T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("the loader failed: %v", r)
+		}
+	}()
+	return loader.LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(name)})
+}
+
+// pos returns the position of a field of an element with origin o.
+func (b *builder) fieldPos(o *openapi3.Origin, field string) Pos {
+	if o == nil {
+		return Pos{File: b.cfg.Spec}
+	}
+	if loc, ok := o.Fields.Lookup(field); ok {
+		return Pos{File: b.cfg.Spec, Line: loc.Line, Col: loc.Column}
+	}
+	if o.Key != nil {
+		return Pos{File: b.cfg.Spec, Line: o.Key.Line, Col: o.Key.Column}
+	}
+	return Pos{File: b.cfg.Spec}
+}
+
+func (b *builder) keyPos(o *openapi3.Origin) Pos {
+	if o == nil || o.Key == nil {
+		return Pos{File: b.cfg.Spec}
+	}
+	return Pos{File: b.cfg.Spec, Line: o.Key.Line, Col: o.Key.Column}
+}
+
+func (b *builder) locator(base Pos) locator {
+	return func(path ...string) Pos {
+		if len(path) == 0 || base.Line == 0 {
+			return base
+		}
+		return b.src.find(base, path...)
+	}
+}
+
+// opRef is one operation found in the document, before decoding.
+type opRef struct {
+	kind         OpKind
+	method, path string
+	op           *openapi3.Operation
+	item         *openapi3.PathItem
+	callback     string
+	parent       *opRef
+}
+
+func (b *builder) run() {
+	if v, ok := b.doc.Extensions[extDefaults]; ok {
+		base := b.fieldPos(b.doc.Origin, extDefaults)
+		n := len(b.d.list)
+		b.defaults = decodeAnnotation(extDefaults, v, b.locator(base), &b.d)
+		if len(b.d.list) != n {
+			return // every operation would repeat the same errors
+		}
+	}
+	var refs []*opRef
+	if b.doc.Paths != nil {
+		m := b.doc.Paths.Map()
+		for _, path := range slices.Sorted(maps.Keys(m)) {
+			item := m[path]
+			for _, r := range itemOps(item, InPaths, path) {
+				refs = append(refs, r)
+				refs = append(refs, callbackOps(r)...)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.doc.Webhooks)) {
+		for _, r := range itemOps(b.doc.Webhooks[name], InWebhooks, name) {
+			refs = append(refs, r)
+			refs = append(refs, callbackOps(r)...)
+		}
+	}
+	byName := map[string]*Operation{}
+	for _, r := range refs {
+		op := b.operation(r)
+		if op == nil {
+			continue
+		}
+		if prev, dup := byName[op.GoName]; dup {
+			b.d.add(op.Pos, "operation %s: its Go name %s is already taken by %s (set a distinct operationId)", describeOp(op), op.GoName, describeOp(prev))
+			continue
+		}
+		byName[op.GoName] = op
+		b.ops = append(b.ops, op)
+	}
+}
+
+func itemOps(item *openapi3.PathItem, kind OpKind, path string) []*opRef {
+	if item == nil {
+		return nil
+	}
+	ops := item.Operations()
+	var out []*opRef
+	for _, m := range slices.Sorted(maps.Keys(ops)) {
+		if ops[m] == nil {
+			continue
+		}
+		out = append(out, &opRef{kind: kind, method: strings.ToUpper(m), path: path, op: ops[m], item: item})
+	}
+	return out
+}
+
+func callbackOps(parent *opRef) []*opRef {
+	var out []*opRef
+	cbs := parent.op.Callbacks
+	for _, name := range slices.Sorted(maps.Keys(cbs)) {
+		ref := cbs[name]
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		m := ref.Value.Map()
+		for _, expr := range slices.Sorted(maps.Keys(m)) {
+			for _, r := range itemOps(m[expr], InCallbacks, expr) {
+				r.callback = name
+				r.parent = parent
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// operation decodes and resolves one operation's annotation; nil when it
+// has none, is x-idempotent: false, or has errors.
+func (b *builder) operation(r *opRef) *Operation {
+	raw, ok := r.op.Extensions[extOp]
+	base := b.fieldPos(r.op.Origin, extOp)
+	if !ok {
+		if b.cfg.AnnotateMutating == nil || r.kind != InPaths || !mutating(r.method) {
+			return nil
+		}
+		raw, base = b.cfg.AnnotateMutating, b.keyPos(r.op.Origin)
+		if len(b.cfg.AnnotateMutating) == 0 {
+			raw = true
+		}
+	}
+	at := b.locator(base)
+	if !ok {
+		at = func(...string) Pos { return base }
+	}
+	n := len(b.d.list)
+	a := decodeAnnotation(extOp, raw, at, &b.d)
+	if a == nil {
+		return nil
+	}
+
+	o := &Operation{
+		OperationID: r.op.OperationID,
+		Kind:        r.kind,
+		Method:      r.method,
+		Path:        r.path,
+		Summary:     r.op.Summary,
+		Pos:         base,
+		Key:         KeyHeader,
+		KeyName:     DefaultKeyHeader,
+		TTL:         DefaultTTL,
+		Lease:       DefaultLease,
+		Save:        SaveRule{Classes: DefaultSaveClasses},
+		MaxResponse: DefaultMaxResponseBytes,
+		MaxRequest:  DefaultMaxRequestBytes,
+	}
+	o.GoName = b.goName(r)
+	if o.GoName == "" {
+		b.d.add(base, "operation %s %s: cannot make a Go name of it (set an operationId with letters)", r.method, r.path)
+		return nil
+	}
+	o.ID = o.OperationID
+	if o.ID == "" {
+		o.ID = o.GoName
+	}
+	if r.kind == InCallbacks {
+		o.Callback = r.callback
+		o.ParentOp = r.parent.op.OperationID
+		o.ParentMethod, o.ParentPath = r.parent.method, r.parent.path
+	}
+
+	// Defaults first, then the operation's own fields.
+	var ttlPos, leasePos Pos
+	for _, layer := range []*annotation{b.defaults, a} {
+		if layer == nil {
+			continue
+		}
+		if k := layer.key; k != nil {
+			o.Key, o.KeyName, o.KeyFields = k.source, k.name, k.fields
+			if k.source == KeyFields {
+				b.checkFields(r, o, k)
+			}
+		}
+		if layer.required != nil {
+			o.Optional = !*layer.required
+		}
+		if layer.scope != nil {
+			o.Scope = *layer.scope
+		}
+		if layer.principal != nil {
+			o.Principal = *layer.principal
+		}
+		if f := layer.fingerprint; f != nil {
+			o.FingerprintIn, o.FingerprintEx = f.include, f.exclude
+		}
+		if layer.ttl != nil {
+			o.TTL, ttlPos = layer.ttl.d, layer.ttl.pos
+		}
+		if layer.lease != nil {
+			o.Lease, leasePos = layer.lease.d, layer.lease.pos
+		}
+		if layer.wait != nil {
+			o.Wait = *layer.wait
+		}
+		if layer.replaySet {
+			o.ReplayHeaders = layer.replayHeaders
+		}
+		if layer.save != nil {
+			o.Save = *layer.save
+		}
+		if layer.maxResponse != nil {
+			o.MaxResponse = *layer.maxResponse
+		}
+		if layer.maxRequest != nil {
+			o.MaxRequest = *layer.maxRequest
+		}
+		if layer.transactional != nil {
+			o.Transactional = *layer.transactional
+		}
+	}
+	if o.Key == KeyFields && (b.defaults == nil || b.defaults.key == nil || a.key != nil) {
+		// checked above
+	}
+	if o.Scope == o.ID {
+		o.Scope = ""
+	}
+	if o.TTL < o.Lease {
+		p := cmpPos(ttlPos, leasePos, base)
+		b.d.add(p, "%s: ttl (%s) is shorter than lease (%s); a record must outlive its claim", extOp, o.TTL, o.Lease)
+	}
+	if o.Principal == 0 {
+		o.Principal = PrincipalAnonymous
+		if b.secured(r) {
+			o.Principal = PrincipalAuth
+		}
+	}
+	o.ReplayHeaders = b.replayHeaders(r.op, o.ReplayHeaders)
+	if r.kind == InPaths {
+		o.BasePaths = b.basePaths(r)
+	}
+	if len(b.d.list) != n {
+		return nil
+	}
+	return o
+}
+
+// cmpPos picks the first known of the positions.
+func cmpPos(ps ...Pos) Pos {
+	for _, p := range ps {
+		if p.Line != 0 {
+			return p
+		}
+	}
+	return ps[len(ps)-1]
+}
+
+func (b *builder) goName(r *opRef) string {
+	own := func(x *opRef) string {
+		if x.op.OperationID != "" {
+			return goName(x.op.OperationID)
+		}
+		switch x.kind {
+		case InWebhooks:
+			return goName(strings.ToLower(x.method) + " " + x.path + " webhook")
+		case InCallbacks:
+			return ""
+		}
+		return derivedName(x.method, x.path)
+	}
+	if r.kind != InCallbacks {
+		return own(r)
+	}
+	if r.op.OperationID != "" {
+		return goName(r.op.OperationID)
+	}
+	parent := own(r.parent)
+	if parent == "" {
+		return ""
+	}
+	// createSubscription's callback onData, POST: CreateSubscriptionOnDataPost
+	return goName(parent + " " + r.callback + " " + strings.ToLower(r.method))
+}
+
+// checkFields reports key.fields paths the JSON request body lacks.
+func (b *builder) checkFields(r *opRef, o *Operation, k *keySpec) {
+	schemas := jsonBodySchemas(r.op)
+	if len(schemas) == 0 {
+		b.d.add(k.fieldsPos, "%s.key.fields: operation %s has no JSON request body to take the fields from", extOp, describeRef(r))
+		return
+	}
+	for _, f := range k.fields {
+		found := false
+		for _, s := range schemas {
+			if hasFieldPath(s, f) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			b.d.add(k.fieldsPos, "%s.key.fields: %q is not a property of the request body of %s", extOp, f, describeRef(r))
+		}
+	}
+}
+
+// secured reports whether the operation's effective security requires
+// some scheme: its own security, else the document's. A requirement list
+// that holds an empty requirement ({}) makes authentication optional.
+func (b *builder) secured(r *opRef) bool {
+	reqs := b.doc.Security
+	if r.op.Security != nil {
+		reqs = *r.op.Security
+	}
+	if len(reqs) == 0 {
+		return false
+	}
+	for _, req := range reqs {
+		if len(req) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// replayHeaders is the annotation's list plus the response headers the
+// spec declares for the operation, without those replayed anyway or never
+// replayed; canonical, sorted, unique.
+func (b *builder) replayHeaders(op *openapi3.Operation, extra []string) []string {
+	set := map[string]bool{}
+	for _, h := range extra {
+		set[h] = true
+	}
+	if op.Responses != nil {
+		for _, resp := range op.Responses.Map() {
+			if resp == nil || resp.Value == nil {
+				continue
+			}
+			for name := range resp.Value.Headers {
+				if !headerToken.MatchString(name) {
+					continue
+				}
+				set[textproto.CanonicalMIMEHeaderKey(name)] = true
+			}
+		}
+	}
+	var out []string
+	for h := range set {
+		if neverReplayed[h] || alwaysReplayed[h] {
+			continue
+		}
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// basePaths returns the path parts of the servers that serve r (the
+// operation's own, else its path item's, else the document's), with
+// variables replaced by their defaults; nil when every one is the root.
+func (b *builder) basePaths(r *opRef) []string {
+	servers := b.doc.Servers
+	if len(r.item.Servers) > 0 {
+		servers = r.item.Servers
+	}
+	if r.op.Servers != nil && len(*r.op.Servers) > 0 {
+		servers = *r.op.Servers
+	}
+	set := map[string]bool{}
+	for _, s := range servers {
+		if s == nil {
+			continue
+		}
+		set[serverBasePath(s)] = true
+	}
+	if len(set) == 0 || (len(set) == 1 && set[""]) {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// serverBasePath is the path of a server URL: "https://api.x.com/v1/" ->
+// "/v1", "/v1" -> "/v1", "{scheme}://h/{base}" with defaults substituted.
+// The root is "".
+func serverBasePath(s *openapi3.Server) string {
+	raw := s.URL
+	for name, v := range s.Variables {
+		if v != nil {
+			raw = strings.ReplaceAll(raw, "{"+name+"}", v.Default)
+		}
+	}
+	p := raw
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	if i := strings.Index(p, "://"); i >= 0 {
+		p = p[i+3:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			p = ""
+		}
+	} else if strings.HasPrefix(p, "//") {
+		p = p[2:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			p = ""
+		}
+	}
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	p = strings.TrimRight(p, "/")
+	if p != "" && !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
+
+func describeRef(r *opRef) string {
+	switch r.kind {
+	case InWebhooks:
+		return fmt.Sprintf("webhook %s %s", r.path, r.method)
+	case InCallbacks:
+		return fmt.Sprintf("callback %s %s %s", r.callback, r.method, r.path)
+	}
+	return r.method + " " + r.path
+}
+
+func describeOp(o *Operation) string {
+	var s string
+	switch o.Kind {
+	case InWebhooks:
+		s = fmt.Sprintf("webhook %s %s", o.Path, o.Method)
+	case InCallbacks:
+		s = fmt.Sprintf("callback %s %s %s", o.Callback, o.Method, o.Path)
+	default:
+		s = o.Method + " " + o.Path
+	}
+	if o.OperationID != "" {
+		s += " (" + o.OperationID + ")"
+	}
+	return s
+}
