@@ -1,0 +1,435 @@
+package runtime
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+type engine struct {
+	store     Store
+	txStore   TxStore
+	principal func(*http.Request) (string, error)
+	hooks     Hooks
+	log       *slog.Logger
+}
+
+// storeRetryAfter is the Retry-After (seconds) of 503 responses.
+const storeRetryAfter = 1
+
+// Wait mode polls the store with a backoff from waitFirstPoll doubling up
+// to waitMaxPoll.
+const (
+	waitFirstPoll = 10 * time.Millisecond
+	waitMaxPoll   = 250 * time.Millisecond
+)
+
+var errTooLarge = errors.New("request body too large")
+
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// readBody reads the whole body, up to max bytes, into a pooled buffer.
+func readBody(r *http.Request, max int64) (*[]byte, error) {
+	bp := bodyPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	defer func() { *bp = b }()
+	if r.Body == nil || r.Body == http.NoBody {
+		return bp, nil
+	}
+	if r.ContentLength > 0 && r.ContentLength < max && int(r.ContentLength) >= cap(b) {
+		b = make([]byte, 0, r.ContentLength+1)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > max {
+			return bp, errTooLarge
+		}
+		if err == io.EOF {
+			return bp, nil
+		}
+		if err != nil {
+			return bp, err
+		}
+	}
+}
+
+func putBody(bp *[]byte) {
+	if cap(*bp) > 1<<20 {
+		return
+	}
+	*bp = (*bp)[:0]
+	bodyPool.Put(bp)
+}
+
+// bodyReader gives the handler the body that the engine read.
+type bodyReader struct {
+	b   []byte
+	off int
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.off >= len(b.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.b[b.off:])
+	b.off += n
+	return n, nil
+}
+
+func (b *bodyReader) Close() error { return nil }
+
+func (e *engine) event(ctx context.Context, hook func(context.Context, Event), ev Event) {
+	if hook != nil {
+		hook(ctx, ev)
+	}
+}
+
+func (e *engine) logAt(ctx context.Context, level slog.Level, msg string, op *operation, key string, attrs ...slog.Attr) {
+	if e.log == nil || !e.log.Enabled(ctx, level) {
+		return
+	}
+	attrs = append(attrs, slog.String("operation", op.name), slog.String("scope", op.scope), slog.String("key", key))
+	e.log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// serve runs one request of a protected operation (CONTRACT §2-§4).
+func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, params []string) {
+	ctx := r.Context()
+
+	// 1. A key from a header or the query; an optional key that is absent
+	// lets the request run unprotected.
+	var rawKey string
+	switch op.key {
+	case KeyFromHeader:
+		vs := r.Header[op.keyName]
+		if len(vs) > 1 {
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, "the "+op.keyName+" header appears more than once", 0, false)
+			return
+		}
+		if len(vs) == 0 {
+			if op.optional {
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation requires an idempotency key in the "+op.keyName+" header", 0, false)
+			return
+		}
+		rawKey = vs[0]
+	case KeyFromQuery:
+		v, n := queryValue(r.URL.RawQuery, op.keyName)
+		if n > 1 {
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, "the query parameter "+op.keyName+" appears more than once", 0, false)
+			return
+		}
+		if n == 0 {
+			if op.optional {
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation requires an idempotency key in the query parameter "+op.keyName, 0, false)
+			return
+		}
+		rawKey = v
+	}
+
+	// 2. The principal.
+	var ph [32]byte
+	if op.principal == PrincipalAuth {
+		p, err := e.principal(r)
+		if err != nil || p == "" {
+			writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, "the caller could not be identified, and keys of this operation are per caller", 0, false)
+			return
+		}
+		ph = HashPrincipal(p)
+	}
+
+	// 3. Key syntax.
+	var key string
+	if op.key == KeyFromHeader || op.key == KeyFromQuery {
+		k, err := ParseKey(rawKey)
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, err.Error()+"; a key is 1 to 255 visible ASCII characters", 0, false)
+			return
+		}
+		key = k
+	}
+
+	// 4. The body, whole, before anything is claimed.
+	if r.ContentLength > op.maxReq {
+		writeProblem(w, http.StatusRequestEntityTooLarge, ProblemRequestTooLarge, "the request body is larger than this operation accepts", 0, false)
+		return
+	}
+	bp, err := readBody(r, op.maxReq)
+	defer putBody(bp)
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, ProblemRequestTooLarge, "the request body is larger than this operation accepts", 0, false)
+		} else {
+			writeProblem(w, http.StatusBadRequest, ProblemBodyUnreadable, "the request body could not be read", 0, false)
+		}
+		return
+	}
+	body := *bp
+
+	// 5. Fingerprint, and the keys derived from the body.
+	c := getCanon()
+	ct := r.Header.Get("Content-Type")
+	fp := c.fingerprint(r.Method, op.route, params, ct, body, op.include, op.includeToks, op.exclude)
+	switch op.key {
+	case KeyFromFields:
+		var vals []byte
+		ok := false
+		if mediaKind(ct) == bodyJSON {
+			vals, ok = fieldsKeyValues(c, nil, body, op.keyFields)
+		}
+		if !ok {
+			putCanon(c)
+			if op.optional {
+				r.Body = &bodyReader{b: body}
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all", 0, false)
+			return
+		}
+		key = derivedKey(op.scope, vals)
+	case KeyFromBody:
+		key = "sha256:" + hex.EncodeToString(fp[:])
+	}
+	putCanon(c)
+
+	// 6. Claim.
+	rk := RecordKey{Scope: op.scope, PrincipalHash: ph, Key: key}
+	req := ClaimRequest{RecordKey: rk, Fingerprint: fp, FingerprintVersion: FingerprintVersion, Lease: op.lease, TTL: op.ttl}
+	var deadline time.Time
+	poll := waitFirstPoll
+	for {
+		res, err := e.store.Claim(ctx, req)
+		if err != nil {
+			e.storeError(ctx, w, op, rk, err, "claim")
+			return
+		}
+		switch res.State {
+		case Acquired:
+			if res.TakenOver {
+				e.event(ctx, e.hooks.TakenOver, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
+				e.logAt(ctx, slog.LevelInfo, "idempotency: took over a record whose lease ended", op, key, slog.Int64("epoch", res.Epoch))
+			}
+			if op.transactional {
+				e.runTx(w, r, op, next, rk, res.Epoch, body)
+			} else {
+				e.run(w, r, op, next, rk, res.Epoch, body)
+			}
+			return
+		case Completed:
+			if mismatch(res, fp) {
+				e.mismatch(ctx, w, op, key)
+				return
+			}
+			if res.Tombstone || res.Response == nil {
+				e.event(ctx, e.hooks.Unavailable, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
+				e.logAt(ctx, slog.LevelDebug, "idempotency: result unavailable (tombstone)", op, key)
+				writeProblem(w, http.StatusConflict, ProblemResultUnavailable, "a request with this key completed, but its result was too large to save or could not be recorded; it will not run again with this key", 0, false)
+				return
+			}
+			e.event(ctx, e.hooks.Replayed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Status: res.Response.Status})
+			e.logAt(ctx, slog.LevelDebug, "idempotency: replayed", op, key, slog.Int("status", res.Response.Status))
+			replay(w, r, res.Response)
+			return
+		case InProgress:
+			if mismatch(res, fp) {
+				e.mismatch(ctx, w, op, key)
+				return
+			}
+			now := time.Now()
+			if op.wait > 0 && deadline.IsZero() {
+				deadline = now.Add(op.wait)
+			}
+			if op.wait <= 0 || !now.Before(deadline) || ctx.Err() != nil {
+				e.event(ctx, e.hooks.Conflict, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
+				e.logAt(ctx, slog.LevelDebug, "idempotency: in progress", op, key)
+				writeProblem(w, http.StatusConflict, ProblemInProgress, "a request with this key is in progress; retry later", retrySeconds(res.LeaseRemaining), false)
+				return
+			}
+			d := min(poll, deadline.Sub(now))
+			if res.LeaseRemaining > 0 {
+				d = min(d, res.LeaseRemaining+time.Millisecond)
+			}
+			poll = min(poll*2, waitMaxPoll)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		default:
+			e.storeError(ctx, w, op, rk, errors.New("store returned an unknown claim state "+res.State.String()), "claim")
+			return
+		}
+	}
+}
+
+func retrySeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+func mismatch(res ClaimResult, fp [32]byte) bool {
+	// A record written by another fingerprint version is not comparable:
+	// it is accepted rather than refused.
+	return res.FingerprintVersion == FingerprintVersion && res.Fingerprint != fp
+}
+
+func (e *engine) mismatch(ctx context.Context, w http.ResponseWriter, op *operation, key string) {
+	e.event(ctx, e.hooks.Mismatch, Event{OperationID: op.name, Scope: op.scope, Key: key})
+	e.logAt(ctx, slog.LevelDebug, "idempotency: key reused with a different request", op, key)
+	writeProblem(w, http.StatusUnprocessableEntity, ProblemFingerprintMismatch, "this idempotency key was used with a different request (method, path or body); use a new key for a new request", 0, false)
+}
+
+func (e *engine) storeError(ctx context.Context, w http.ResponseWriter, op *operation, rk RecordKey, err error, stage string) {
+	e.event(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Err: err})
+	e.logAt(ctx, slog.LevelWarn, "idempotency: store failed", op, rk.Key, slog.String("stage", stage), slog.Any("error", err))
+	writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the idempotency store is unavailable; the request was not run", storeRetryAfter, true)
+}
+
+// replay writes a saved response.
+func replay(w http.ResponseWriter, r *http.Request, resp *SavedResponse) {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs[:len(vs):len(vs)]
+	}
+	h["Idempotent-Replayed"] = []string{"true"}
+	w.WriteHeader(resp.Status)
+	if len(resp.Body) > 0 && bodyAllowed(resp.Status) && r.Method != http.MethodHead {
+		_, _ = w.Write(resp.Body)
+	}
+}
+
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// bg is the context for completing or releasing a record: the request's
+// values without its cancellation, so that a client that hangs up does not
+// leave the record in progress.
+func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// complete saves resp (nil: a tombstone) and reports the outcome.
+func (e *engine) complete(ctx context.Context, op *operation, rk RecordKey, epoch int64, resp *SavedResponse) {
+	status := 0
+	if resp != nil {
+		status = resp.Status
+	}
+	err := e.store.Complete(bg(ctx), Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	e.afterComplete(ctx, op, rk, epoch, status, err)
+}
+
+func (e *engine) afterComplete(ctx context.Context, op *operation, rk RecordKey, epoch int64, status int, err error) {
+	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
+	switch {
+	case err == nil:
+		e.event(ctx, e.hooks.Completed, ev)
+	case errors.Is(err, ErrFenced):
+		e.event(ctx, e.hooks.Fenced, ev)
+		e.logAt(ctx, slog.LevelInfo, "idempotency: completion fenced, another attempt owns the key", op, rk.Key, slog.Int64("epoch", epoch))
+	default:
+		e.event(ctx, e.hooks.StoreError, ev)
+		e.logAt(ctx, slog.LevelWarn, "idempotency: saving the result failed; the record stays in progress until its lease ends", op, rk.Key, slog.Any("error", err))
+	}
+}
+
+func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch int64, status int) {
+	err := e.store.Release(bg(ctx), rk, epoch)
+	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
+	switch {
+	case err == nil:
+		e.event(ctx, e.hooks.Released, ev)
+		e.logAt(ctx, slog.LevelDebug, "idempotency: released", op, rk.Key, slog.Int("status", status))
+	case errors.Is(err, ErrFenced):
+		e.event(ctx, e.hooks.Fenced, ev)
+		e.logAt(ctx, slog.LevelInfo, "idempotency: release fenced, another attempt owns the key", op, rk.Key, slog.Int64("epoch", epoch))
+	default:
+		e.event(ctx, e.hooks.StoreError, ev)
+		e.logAt(ctx, slog.LevelWarn, "idempotency: release failed; the record stays in progress until its lease ends", op, rk.Key, slog.Any("error", err))
+	}
+}
+
+// run runs the handler of an acquired key and saves or releases it.
+func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
+	r.Body = &bodyReader{b: body}
+	cw := &captureWriter{e: e, op: op, w: w, r: r, rk: rk, epoch: epoch}
+	normal := false
+	defer func() {
+		if !normal && !cw.settled {
+			// Panic (or runtime.Goexit): release, then let it go on.
+			e.release(r.Context(), op, rk, epoch, 0)
+		}
+	}()
+	next.ServeHTTP(cw, r)
+	normal = true
+	cw.finish()
+}
+
+// runTx runs the handler inside a store transaction (transactional mode).
+func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
+	ctx := r.Context()
+	tx, err := e.txStore.BeginTx(ctx)
+	if err != nil {
+		e.release(ctx, op, rk, epoch, 0)
+		e.storeError(ctx, w, op, rk, err, "begin transaction")
+		return
+	}
+	r2 := r.WithContext(context.WithValue(ctx, txKey{}, tx))
+	r2.Body = &bodyReader{b: body}
+	cw := &captureWriter{e: e, op: op, w: w, r: r2, rk: rk, epoch: epoch, tx: true}
+	normal := false
+	defer func() {
+		if !normal {
+			_ = tx.Rollback(bg(ctx))
+			e.release(ctx, op, rk, epoch, 0)
+		}
+	}()
+	next.ServeHTTP(cw, r2)
+	normal = true
+
+	status := cw.statusOrOK()
+	if !op.saves(status) {
+		_ = tx.Rollback(bg(ctx))
+		e.release(ctx, op, rk, epoch, status)
+		cw.writeBuffered(status)
+		return
+	}
+	var resp *SavedResponse
+	if !cw.over {
+		resp = cw.saved(status)
+	}
+	err = tx.Complete(ctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	if err != nil {
+		_ = tx.Rollback(bg(ctx))
+		if errors.Is(err, ErrFenced) {
+			// Another attempt owns the key: its run is the one that counts.
+			e.afterComplete(ctx, op, rk, epoch, status, err)
+			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, true)
+			return
+		}
+		e.release(ctx, op, rk, epoch, status)
+		e.storeError(ctx, w, op, rk, err, "complete in transaction")
+		return
+	}
+	if err := tx.Commit(ctx); err != nil {
+		e.release(ctx, op, rk, epoch, status)
+		e.storeError(ctx, w, op, rk, err, "commit")
+		return
+	}
+	e.afterComplete(ctx, op, rk, epoch, status, nil)
+	cw.writeBuffered(status)
+}

@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// FingerprintVersion is the version of the fingerprint algorithm that this
+// runtime writes with each record. A record written by another version is
+// not compared (a retry is never refused with 422 because the algorithm
+// changed).
+const FingerprintVersion = 1
+
+// Body kinds, hashed before the body so that a JSON body and a raw body with
+// the same bytes never collide.
+const (
+	bodyRaw  = 'r'
+	bodyJSON = 'j'
+	bodyForm = 'f'
+	bodyIncl = 'i'
+)
+
+var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
+
+func getCanon() *canonicalizer { return canonPool.Get().(*canonicalizer) }
+
+func putCanon(c *canonicalizer) {
+	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 {
+		return // do not keep huge buffers alive
+	}
+	c.in = nil
+	canonPool.Put(c)
+}
+
+func appendLenString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// Fingerprint computes the request fingerprint of version
+// FingerprintVersion: SHA-256 over the method, the route template, the path
+// parameter values and the body. A JSON body (Content-Type application/json
+// or any +json type) is canonicalised per RFC 8785, keeping only the include
+// pointers or leaving out the exclude pointers; an
+// application/x-www-form-urlencoded body is hashed as its sorted pairs;
+// anything else (including JSON that cannot be canonicalised) as raw bytes.
+func Fingerprint(method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
+	var inc, exc [][]string
+	for _, p := range include {
+		t, err := parsePointer(p)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		inc = append(inc, t)
+	}
+	for _, p := range exclude {
+		t, err := parsePointer(p)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		exc = append(exc, t)
+	}
+	c := getCanon()
+	defer putCanon(c)
+	return c.fingerprint(method, route, params, contentType, body, include, inc, exc), nil
+}
+
+func (c *canonicalizer) fingerprint(method, route string, params []string, contentType string, body []byte, include []string, inc, exc [][]string) [32]byte {
+	hdr := append(c.out[:0], "idemgen-fp\x00"...)
+	hdr = strconv.AppendInt(hdr, FingerprintVersion, 10)
+	hdr = appendLenString(hdr, method)
+	hdr = appendLenString(hdr, route)
+	hdr = binary.AppendUvarint(hdr, uint64(len(params)))
+	for _, p := range params {
+		hdr = appendLenString(hdr, p)
+	}
+	n := len(hdr)
+	c.out = hdr
+	switch mediaKind(contentType) {
+	case bodyJSON:
+		if len(inc) > 0 {
+			if c.includeJSON(body, include, inc) == nil {
+				return sha256.Sum256(c.out)
+			}
+		} else {
+			c.out = append(c.out, bodyJSON)
+			if c.canonicalize(body, exc) == nil {
+				return sha256.Sum256(c.out)
+			}
+		}
+	case bodyForm:
+		c.out = append(c.out, bodyForm)
+		if c.appendForm(body) == nil {
+			return sha256.Sum256(c.out)
+		}
+	}
+	c.out = append(c.out[:n], bodyRaw)
+	c.out = append(c.out, body...)
+	return sha256.Sum256(c.out)
+}
+
+// includeJSON appends, for each include pointer (sorted), the pointer and
+// the canonical value it selects (or an absent marker).
+func (c *canonicalizer) includeJSON(body []byte, include []string, inc [][]string) error {
+	// Validate the whole document first, so that invalid JSON is hashed raw
+	// whatever part of it the pointers select.
+	mark := len(c.out)
+	if err := c.canonicalize(body, nil); err != nil {
+		return err
+	}
+	c.out = append(c.out[:mark], bodyIncl)
+	for i, toks := range inc {
+		c.out = appendLenString(c.out, include[i])
+		start, ok := findJSON(body, toks)
+		if !ok {
+			c.out = append(c.out, 0)
+			continue
+		}
+		c.out = append(c.out, 1)
+		c.in = body
+		c.depth = 0
+		end, err := c.value(start, 0, 0)
+		if err != nil {
+			return err
+		}
+		_ = end
+		c.out = append(c.out, 0xff)
+	}
+	return nil
+}
+
+func (c *canonicalizer) appendForm(body []byte) error {
+	vals, err := url.ParseQuery(string(body))
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		vs := slices.Clone(vals[k])
+		slices.Sort(vs)
+		for _, v := range vs {
+			c.out = appendLenString(c.out, k)
+			c.out = appendLenString(c.out, v)
+		}
+	}
+	return nil
+}
+
+// mediaKind classifies a Content-Type without allocating.
+func mediaKind(ct string) byte {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	switch {
+	case strings.EqualFold(ct, "application/json"):
+		return bodyJSON
+	case len(ct) > 5 && strings.EqualFold(ct[len(ct)-5:], "+json") && strings.IndexByte(ct, '/') > 0:
+		return bodyJSON
+	case strings.EqualFold(ct, "application/x-www-form-urlencoded"):
+		return bodyForm
+	}
+	return bodyRaw
+}
+
+// findJSON returns the offset of the value that the pointer tokens select
+// in a valid JSON document.
+func findJSON(in []byte, toks []string) (int, bool) {
+	pos := skipWS(in, 0)
+	var kb []byte
+	for _, tok := range toks {
+		if pos >= len(in) {
+			return 0, false
+		}
+		switch in[pos] {
+		case '{':
+			pos = skipWS(in, pos+1)
+			found := false
+			for pos < len(in) && in[pos] == '"' {
+				end, esc, err := scanString(in, pos)
+				if err != nil {
+					return 0, false
+				}
+				key := in[pos+1 : end-1]
+				if esc {
+					kb, err = unescapeJSON(kb[:0], key, false)
+					if err != nil {
+						return 0, false
+					}
+					key = kb
+				}
+				pos = skipWS(in, end)
+				pos = skipWS(in, pos+1) // ':'
+				if string(key) == tok {
+					found = true
+					break
+				}
+				if pos, err = skipJSON(in, pos); err != nil {
+					return 0, false
+				}
+				pos = skipWS(in, pos)
+				if pos < len(in) && in[pos] == ',' {
+					pos = skipWS(in, pos+1)
+				}
+			}
+			if !found {
+				return 0, false
+			}
+		case '[':
+			idx, err := strconv.Atoi(tok)
+			if err != nil || idx < 0 || (len(tok) > 1 && tok[0] == '0') {
+				return 0, false
+			}
+			pos = skipWS(in, pos+1)
+			for i := 0; ; i++ {
+				if pos >= len(in) || in[pos] == ']' {
+					return 0, false
+				}
+				if i == idx {
+					break
+				}
+				if pos, err = skipJSON(in, pos); err != nil {
+					return 0, false
+				}
+				pos = skipWS(in, pos)
+				if pos < len(in) && in[pos] == ',' {
+					pos = skipWS(in, pos+1)
+				}
+			}
+		default:
+			return 0, false
+		}
+	}
+	return pos, true
+}
+
+// skipJSON returns the offset after the value at pos (the document is
+// known to be valid).
+func skipJSON(in []byte, pos int) (int, error) {
+	if pos >= len(in) {
+		return pos, errNotJSON
+	}
+	switch in[pos] {
+	case '"':
+		end, _, err := scanString(in, pos)
+		return end, err
+	case '{', '[':
+		depth := 0
+		for pos < len(in) {
+			switch in[pos] {
+			case '"':
+				end, _, err := scanString(in, pos)
+				if err != nil {
+					return end, err
+				}
+				pos = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return pos + 1, nil
+				}
+			}
+			pos++
+		}
+		return pos, errNotJSON
+	default:
+		for pos < len(in) {
+			switch in[pos] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return pos, nil
+			}
+			pos++
+		}
+		return pos, nil
+	}
+}
+
+// fieldsKeyValues appends the canonical values of the key fields, joined by
+// ",", to dst. ok is false when the body is not JSON or a field is absent
+// or null.
+func fieldsKeyValues(c *canonicalizer, dst []byte, body []byte, fields [][]string) ([]byte, bool) {
+	// Validate (and canonicalise) once; then pick the fields.
+	mark := len(c.out)
+	if err := c.canonicalize(body, nil); err != nil {
+		c.out = c.out[:mark]
+		return dst, false
+	}
+	c.out = c.out[:mark]
+	for i, toks := range fields {
+		start, ok := findJSON(body, toks)
+		if !ok {
+			return dst, false
+		}
+		start = skipWS(body, start)
+		if len(body)-start >= 4 && string(body[start:start+4]) == "null" {
+			return dst, false
+		}
+		c.in, c.depth = body, 0
+		vm := len(c.out)
+		if _, err := c.value(start, 0, 0); err != nil {
+			c.out = c.out[:mark]
+			return dst, false
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, c.out[vm:]...)
+		c.out = c.out[:mark]
+	}
+	return dst, true
+}

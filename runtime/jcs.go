@@ -1,0 +1,662 @@
+package runtime
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// errNotJSON is returned for input that RFC 8785 cannot canonicalise:
+// malformed JSON, invalid UTF-8, lone surrogates, duplicate object keys,
+// numbers out of float64 range, or nesting deeper than maxJSONDepth.
+var errNotJSON = errors.New("not canonicalisable JSON")
+
+const maxJSONDepth = 512
+
+// CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
+// document: object members sorted by their UTF-16 code units, no
+// insignificant whitespace, strings with minimal escapes, numbers in
+// ECMAScript's shortest form.
+func CanonicalJSON(in []byte) ([]byte, error) {
+	c := &canonicalizer{}
+	if err := c.canonicalize(in, nil); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// canonicalizer holds reusable buffers; it is pooled by the engine.
+type canonicalizer struct {
+	in      []byte
+	out     []byte
+	scratch []byte
+	keys    []byte
+	mem     []jsonMember
+	excl    [][]string
+	depth   int
+}
+
+type jsonMember struct {
+	ks, ke int  // key bytes: keys[ks:ke] if arena, else in[ks:ke]
+	arena  bool // key was unescaped into c.keys
+	os, oe int  // the member ("key":value) in c.out
+}
+
+// canonicalize appends the canonical form of in to c.out, leaving out the
+// object members that the exclude pointers (tokens) name.
+func (c *canonicalizer) canonicalize(in []byte, exclude [][]string) error {
+	if !utf8.Valid(in) {
+		return errNotJSON
+	}
+	c.in, c.excl, c.depth = in, exclude, 0
+	c.mem, c.keys = c.mem[:0], c.keys[:0]
+	var mask uint64
+	if len(exclude) > 0 {
+		mask = 1<<uint(len(exclude)) - 1
+		if len(exclude) == 64 {
+			mask = math.MaxUint64
+		}
+	}
+	pos, err := c.value(0, mask, 0)
+	if err != nil {
+		return err
+	}
+	if skipWS(in, pos) != len(in) {
+		return errNotJSON
+	}
+	return nil
+}
+
+func skipWS(in []byte, pos int) int {
+	for pos < len(in) {
+		switch in[pos] {
+		case ' ', '\t', '\n', '\r':
+			pos++
+		default:
+			return pos
+		}
+	}
+	return pos
+}
+
+func (c *canonicalizer) value(pos int, mask uint64, pdepth int) (int, error) {
+	in := c.in
+	pos = skipWS(in, pos)
+	if pos >= len(in) {
+		return pos, errNotJSON
+	}
+	switch in[pos] {
+	case '{':
+		return c.object(pos, mask, pdepth)
+	case '[':
+		return c.array(pos, mask, pdepth)
+	case '"':
+		return c.str(pos)
+	case 't':
+		return c.literal(pos, "true")
+	case 'f':
+		return c.literal(pos, "false")
+	case 'n':
+		return c.literal(pos, "null")
+	default:
+		return c.number(pos)
+	}
+}
+
+func (c *canonicalizer) literal(pos int, lit string) (int, error) {
+	if len(c.in)-pos < len(lit) || string(c.in[pos:pos+len(lit)]) != lit {
+		return pos, errNotJSON
+	}
+	c.out = append(c.out, lit...)
+	return pos + len(lit), nil
+}
+
+// scanString finds the end of the string starting at in[pos] == '"'. It
+// returns the index after the closing quote and whether it holds escapes.
+func scanString(in []byte, pos int) (int, bool, error) {
+	esc := false
+	i := pos + 1
+	for i < len(in) {
+		ch := in[i]
+		if ch == '"' {
+			return i + 1, esc, nil
+		}
+		if ch == '\\' {
+			esc = true
+			i += 2
+			continue
+		}
+		if ch < 0x20 {
+			return i, false, errNotJSON
+		}
+		i++
+	}
+	return i, false, errNotJSON
+}
+
+func (c *canonicalizer) str(pos int) (int, error) {
+	end, esc, err := scanString(c.in, pos)
+	if err != nil {
+		return end, err
+	}
+	if !esc {
+		// No escapes: valid UTF-8 without control characters is canonical.
+		c.out = append(c.out, c.in[pos:end]...)
+		return end, nil
+	}
+	c.out = append(c.out, '"')
+	c.out, err = unescapeJSON(c.out, c.in[pos+1:end-1], true)
+	if err != nil {
+		return end, err
+	}
+	c.out = append(c.out, '"')
+	return end, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// unescapeJSON decodes the body of a JSON string (between the quotes) and
+// appends it to dst, re-escaped canonically when canon is set, raw
+// otherwise.
+func unescapeJSON(dst, s []byte, canon bool) ([]byte, error) {
+	for i := 0; i < len(s); {
+		ch := s[i]
+		if ch != '\\' {
+			j := i + 1
+			for j < len(s) && s[j] != '\\' {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
+		if i+1 >= len(s) {
+			return dst, errNotJSON
+		}
+		var r rune
+		switch s[i+1] {
+		case '"':
+			r = '"'
+		case '\\':
+			r = '\\'
+		case '/':
+			r = '/'
+		case 'b':
+			r = '\b'
+		case 'f':
+			r = '\f'
+		case 'n':
+			r = '\n'
+		case 'r':
+			r = '\r'
+		case 't':
+			r = '\t'
+		case 'u':
+			var ok bool
+			r, ok = hex4(s, i+2)
+			if !ok {
+				return dst, errNotJSON
+			}
+			if utf16.IsSurrogate(r) {
+				if r >= 0xdc00 || i+12 > len(s) || s[i+6] != '\\' || s[i+7] != 'u' {
+					return dst, errNotJSON
+				}
+				r2, ok := hex4(s, i+8)
+				if !ok || r2 < 0xdc00 || r2 > 0xdfff {
+					return dst, errNotJSON
+				}
+				r = utf16.DecodeRune(r, r2)
+				i += 6
+			}
+			i += 4
+		default:
+			return dst, errNotJSON
+		}
+		i += 2
+		if canon {
+			dst = appendCanonRune(dst, r)
+		} else {
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return dst, nil
+}
+
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, ch := range s[i : i+4] {
+		r <<= 4
+		switch {
+		case '0' <= ch && ch <= '9':
+			r |= rune(ch - '0')
+		case 'a' <= ch && ch <= 'f':
+			r |= rune(ch - 'a' + 10)
+		case 'A' <= ch && ch <= 'F':
+			r |= rune(ch - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func appendCanonRune(dst []byte, r rune) []byte {
+	switch r {
+	case '"':
+		return append(dst, '\\', '"')
+	case '\\':
+		return append(dst, '\\', '\\')
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	if r < 0x20 {
+		return append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// appendCanonString appends s (raw UTF-8) as a canonical JSON string.
+func appendCanonString(dst []byte, s []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		dst = append(dst, s[i:j]...)
+		if j < len(s) {
+			dst = appendCanonRune(dst, rune(s[j]))
+			j++
+		}
+		i = j
+	}
+	return append(dst, '"')
+}
+
+func (c *canonicalizer) number(pos int) (int, error) {
+	in := c.in
+	start := pos
+	if pos < len(in) && in[pos] == '-' {
+		pos++
+	}
+	if pos >= len(in) {
+		return pos, errNotJSON
+	}
+	if in[pos] == '0' {
+		pos++
+	} else if in[pos] >= '1' && in[pos] <= '9' {
+		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+			pos++
+		}
+	} else {
+		return pos, errNotJSON
+	}
+	intEnd := pos
+	simple := true
+	if pos < len(in) && in[pos] == '.' {
+		simple = false
+		pos++
+		d := pos
+		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+			pos++
+		}
+		if pos == d {
+			return pos, errNotJSON
+		}
+	}
+	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
+		simple = false
+		pos++
+		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
+			pos++
+		}
+		d := pos
+		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+			pos++
+		}
+		if pos == d {
+			return pos, errNotJSON
+		}
+	}
+	lit := in[start:pos]
+	digits := intEnd - start
+	if in[start] == '-' {
+		digits--
+	}
+	if simple && digits <= 15 {
+		// An integer below 2^53 prints as itself, except -0.
+		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			c.out = append(c.out, '0')
+		} else {
+			c.out = append(c.out, lit...)
+		}
+		return pos, nil
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return pos, errNotJSON
+	}
+	c.out = appendES6Number(c.out, f)
+	return pos, nil
+}
+
+// appendES6Number formats f as ECMAScript's Number.prototype.toString
+// does (RFC 8785 §3.2.2.3).
+func appendES6Number(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0')
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
+	var tmp [32]byte
+	b := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64)
+	// b is d[.ddd]e±XX
+	var digits [24]byte
+	k := 0
+	i := 0
+	for ; i < len(b) && b[i] != 'e'; i++ {
+		if b[i] != '.' {
+			digits[k] = b[i]
+			k++
+		}
+	}
+	exp := 0
+	neg := b[i+1] == '-'
+	for _, ch := range b[i+2:] {
+		exp = exp*10 + int(ch-'0')
+	}
+	if neg {
+		exp = -exp
+	}
+	n := exp + 1
+	d := digits[:k]
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, d...)
+		for j := 0; j < n-k; j++ {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, d[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, d[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for j := 0; j < -n; j++ {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, d...)
+	default:
+		dst = append(dst, d[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, d[1:]...)
+		}
+		dst = append(dst, 'e')
+		e := n - 1
+		if e >= 0 {
+			dst = append(dst, '+')
+		} else {
+			dst = append(dst, '-')
+			e = -e
+		}
+		dst = strconv.AppendInt(dst, int64(e), 10)
+	}
+	return dst
+}
+
+func (c *canonicalizer) keyBytes(m *jsonMember) []byte {
+	if m.arena {
+		return c.keys[m.ks:m.ke]
+	}
+	return c.in[m.ks:m.ke]
+}
+
+func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
+	c.depth++
+	if c.depth > maxJSONDepth {
+		return pos, errNotJSON
+	}
+	defer func() { c.depth-- }()
+	in := c.in
+	pos++
+	c.out = append(c.out, '{')
+	objStart := len(c.out)
+	base := len(c.mem)
+	keysBase := len(c.keys)
+	pos = skipWS(in, pos)
+	if pos < len(in) && in[pos] == '}' {
+		c.out = append(c.out, '}')
+		return pos + 1, nil
+	}
+	sorted := true
+	count := 0
+	for {
+		pos = skipWS(in, pos)
+		if pos >= len(in) || in[pos] != '"' {
+			return pos, errNotJSON
+		}
+		end, esc, err := scanString(in, pos)
+		if err != nil {
+			return end, err
+		}
+		m := jsonMember{ks: pos + 1, ke: end - 1}
+		if esc {
+			ks := len(c.keys)
+			c.keys, err = unescapeJSON(c.keys, in[pos+1:end-1], false)
+			if err != nil {
+				return end, err
+			}
+			m = jsonMember{ks: ks, ke: len(c.keys), arena: true}
+		}
+		pos = skipWS(in, end)
+		if pos >= len(in) || in[pos] != ':' {
+			return pos, errNotJSON
+		}
+		pos++
+		var child uint64
+		skip := false
+		if mask != 0 {
+			child, skip = c.exclStep(mask, pdepth, c.keyBytes(&m))
+		}
+		comma := 0
+		if count > 0 {
+			c.out = append(c.out, ',')
+			comma = 1
+		}
+		m.os = len(c.out)
+		if m.arena {
+			c.out = appendCanonString(c.out, c.keys[m.ks:m.ke])
+		} else {
+			c.out = append(c.out, in[m.ks-1:m.ke+1]...)
+		}
+		c.out = append(c.out, ':')
+		pos, err = c.value(pos, child, pdepth+1)
+		if err != nil {
+			return pos, err
+		}
+		m.oe = len(c.out)
+		if skip {
+			c.out = c.out[:m.os-comma]
+		} else {
+			if count > 0 && sorted {
+				switch cmp := compareUTF16(c.keyBytes(&c.mem[len(c.mem)-1]), c.keyBytes(&m)); {
+				case cmp == 0:
+					return pos, errNotJSON // duplicate key
+				case cmp > 0:
+					sorted = false
+				}
+			}
+			c.mem = append(c.mem, m)
+			count++
+		}
+		pos = skipWS(in, pos)
+		if pos >= len(in) {
+			return pos, errNotJSON
+		}
+		if in[pos] == ',' {
+			pos++
+			continue
+		}
+		if in[pos] != '}' {
+			return pos, errNotJSON
+		}
+		pos++
+		break
+	}
+	if !sorted {
+		ms := c.mem[base:]
+		slices.SortFunc(ms, func(a, b jsonMember) int { return compareUTF16(c.keyBytes(&a), c.keyBytes(&b)) })
+		for i := 1; i < len(ms); i++ {
+			if compareUTF16(c.keyBytes(&ms[i-1]), c.keyBytes(&ms[i])) == 0 {
+				return pos, errNotJSON
+			}
+		}
+		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
+		c.out = c.out[:objStart]
+		for i, m := range ms {
+			if i > 0 {
+				c.out = append(c.out, ',')
+			}
+			c.out = append(c.out, c.scratch[m.os-objStart:m.oe-objStart]...)
+		}
+	}
+	c.out = append(c.out, '}')
+	c.mem = c.mem[:base]
+	c.keys = c.keys[:keysBase]
+	return pos, nil
+}
+
+// exclStep follows the exclude pointers active in mask (those whose first
+// pdepth tokens matched) into the member or element named key.
+func (c *canonicalizer) exclStep(mask uint64, pdepth int, key []byte) (uint64, bool) {
+	var child uint64
+	skip := false
+	for i, toks := range c.excl {
+		if mask&(1<<uint(i)) == 0 || len(toks) <= pdepth || toks[pdepth] != string(key) {
+			continue
+		}
+		if len(toks) == pdepth+1 {
+			skip = true
+		} else {
+			child |= 1 << uint(i)
+		}
+	}
+	return child, skip
+}
+
+func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
+	c.depth++
+	if c.depth > maxJSONDepth {
+		return pos, errNotJSON
+	}
+	defer func() { c.depth-- }()
+	in := c.in
+	pos++
+	c.out = append(c.out, '[')
+	pos = skipWS(in, pos)
+	if pos < len(in) && in[pos] == ']' {
+		c.out = append(c.out, ']')
+		return pos + 1, nil
+	}
+	count := 0
+	for idx := 0; ; idx++ {
+		var child uint64
+		skip := false
+		if mask != 0 {
+			var nb [20]byte
+			child, skip = c.exclStep(mask, pdepth, strconv.AppendInt(nb[:0], int64(idx), 10))
+		}
+		mark := len(c.out)
+		if count > 0 {
+			c.out = append(c.out, ',')
+		}
+		var err error
+		pos, err = c.value(pos, child, pdepth+1)
+		if err != nil {
+			return pos, err
+		}
+		if skip {
+			c.out = c.out[:mark]
+		} else {
+			count++
+		}
+		pos = skipWS(in, pos)
+		if pos >= len(in) {
+			return pos, errNotJSON
+		}
+		if in[pos] == ',' {
+			pos++
+			continue
+		}
+		if in[pos] != ']' {
+			return pos, errNotJSON
+		}
+		c.out = append(c.out, ']')
+		return pos + 1, nil
+	}
+}
+
+// compareUTF16 compares two UTF-8 strings by their UTF-16 code units, as
+// RFC 8785 sorts object keys.
+func compareUTF16(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return len(a) - len(b)
+	}
+	if a[i] < 0x80 && b[i] < 0x80 {
+		return int(a[i]) - int(b[i])
+	}
+	// Back up to the start of the differing rune.
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i--
+	}
+	a, b = a[i:], b[i:]
+	for len(a) > 0 && len(b) > 0 {
+		ra, sa := utf8.DecodeRune(a)
+		rb, sb := utf8.DecodeRune(b)
+		if ra != rb {
+			ua, ub := utf16Key(ra), utf16Key(rb)
+			if ua != ub {
+				if ua < ub {
+					return -1
+				}
+				return 1
+			}
+		}
+		a, b = a[sa:], b[sb:]
+	}
+	return len(a) - len(b)
+}
+
+// utf16Key maps a rune to a value that orders like its UTF-16 encoding:
+// supplementary characters (surrogate pairs 0xD800-0xDBFF...) sort between
+// U+D7FF and U+E000.
+func utf16Key(r rune) uint64 {
+	if r < 0x10000 {
+		return uint64(r) << 16
+	}
+	r1, r2 := utf16.EncodeRune(r)
+	return uint64(r1)<<16 | uint64(r2)
+}
