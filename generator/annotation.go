@@ -387,7 +387,7 @@ func decodeStrings(where string, v any, pos Pos, d *diags) ([]string, bool) {
 	for _, e := range list {
 		s, ok := e.(string)
 		if !ok {
-			d.add(pos, "%s: want a list of strings, got an item %s", where, describe(e))
+			d.add(pos, "%s: want a list of strings, got %s in it", where, describe(e))
 			return nil, false
 		}
 		out = append(out, s)

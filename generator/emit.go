@@ -115,6 +115,10 @@ func emitPolicyVar(f *jen.File, o *Operation) {
 	set("Method", methodConst(o.Method))
 	if o.Routed() {
 		set("Route", jen.Lit(o.Path))
+	} else {
+		// A webhook or callback is mounted where its consumer chooses: "/"
+		// only labels it (Wrap matches it wherever it is mounted).
+		set("Route", jen.Lit("/"))
 	}
 	if len(o.BasePaths) > 0 {
 		set("BasePaths", strList(o.BasePaths))

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -35,7 +37,7 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
 	loader.Context = ctx
 	doc, err := loadDoc(loader, data, cfg.Spec)
 	if err != nil {
-		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: "cannot load the OpenAPI document: " + err.Error()}}
+		return nil, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
 	}
 	b := &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}
 	b.run()
@@ -44,6 +46,30 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
 	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, nil
+}
+
+var refInError = regexp.MustCompile(`"(#/[^"]+)"`)
+
+// refPos places a load error at the first $ref it names, when it names one
+// that the text holds; else at the file.
+func refPos(src *source, msg string) Pos {
+	m := refInError.FindAllStringSubmatch(msg, -1)
+	for i := len(m) - 1; i >= 0; i-- {
+		ref := m[i][1]
+		for _, q := range []string{`"`, `'`, ``} {
+			needle := q + ref + q
+			if q == "" {
+				needle = " " + ref
+			}
+			if i := bytes.Index(src.text, []byte(needle)); i >= 0 {
+				if q == "" {
+					i++
+				}
+				return src.pos(i)
+			}
+		}
+	}
+	return Pos{File: src.name}
 }
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on

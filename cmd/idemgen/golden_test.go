@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/idemgen/idemgen/internal/testutil"
+)
+
+// The golden cases live in golden/ at the repository root, one folder per
+// positive case (the input spec, an args file with the flags, and the
+// expected idemgen_* files, which form a package that `go test ./...`
+// compiles and exercises with its behaviour_test.go), and one txtar file
+// per negative case in golden/errors (the input spec, optional args, and
+// the expected stderr.txt). `go test ./cmd/idemgen -update` rewrites them.
+
+func goldenDir() string { return filepath.Join(testutil.RepoRoot(), "golden") }
+
+// caseArgs reads a case's args file: the flags, split on white space.
+func caseArgs(t *testing.T, data []byte) []string {
+	t.Helper()
+	return strings.Fields(string(data))
+}
+
+func specIn(t *testing.T, dir string) string {
+	t.Helper()
+	for _, name := range []string{"openapi.yaml", "openapi.yml", "openapi.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	t.Fatalf("%s: no openapi.yaml or openapi.json", dir)
+	return ""
+}
+
+func TestGolden(t *testing.T) {
+	entries, err := os.ReadDir(goldenDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "errors" || e.Name() == "internal" {
+			continue
+		}
+		n++
+		dir := filepath.Join(goldenDir(), e.Name())
+		t.Run(e.Name(), func(t *testing.T) {
+			args, err := os.ReadFile(filepath.Join(dir, "args"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(dir)
+			cmd := append([]string{"generate", "-spec", specIn(t, dir), "-out", "."}, caseArgs(t, args)...)
+			if !*testutil.Update {
+				cmd = append(cmd, "-check")
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), cmd, nil, &stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("idemgen %s: exit %d\n%s%s\n(run go test ./cmd/idemgen -update to rewrite the golden files, then review the diff)",
+					strings.Join(cmd, " "), code, stdout.String(), stderr.String())
+			}
+			if !*testutil.Update {
+				if _, err := os.Stat("behaviour_test.go"); err != nil {
+					t.Errorf("case %s has no behaviour_test.go exercising its generated code", e.Name())
+				}
+			}
+		})
+	}
+	if n < 5 {
+		t.Errorf("found %d golden cases, want at least 5", n)
+	}
+}
+
+func TestGoldenErrors(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(goldenDir(), "errors", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no negative golden cases in golden/errors")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := t.TempDir()
+			var args []string
+			spec := ""
+			want, wantIdx := "", -1
+			for i, f := range ar.Files {
+				switch {
+				case f.Name == "args":
+					args = caseArgs(t, f.Data)
+				case f.Name == "stderr.txt":
+					want, wantIdx = string(f.Data), i
+				default:
+					if strings.HasPrefix(f.Name, "openapi.") {
+						spec = f.Name
+					}
+					if err := os.WriteFile(filepath.Join(tmp, f.Name), f.Data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if spec == "" {
+				t.Fatal("no openapi.* file in the archive")
+			}
+			if args == nil {
+				args = []string{"-package", "api", "-store=false"}
+			}
+			t.Chdir(tmp)
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"generate", "-spec", spec, "-out", "out"}, args...), nil, &stdout, &stderr)
+			if code != 1 {
+				t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			if _, err := os.Stat("out"); err == nil {
+				t.Errorf("a failed generation wrote the output folder")
+			}
+			got := stderr.String()
+			if *testutil.Update {
+				if wantIdx < 0 {
+					ar.Files = append(ar.Files, txtar.File{Name: "stderr.txt"})
+					wantIdx = len(ar.Files) - 1
+				}
+				ar.Files[wantIdx].Data = []byte(got)
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("stderr differs (run with -update to rewrite)\n--- got\n%s--- want\n%s", got, want)
+			}
+		})
+	}
+}
