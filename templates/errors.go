@@ -1,5 +1,0 @@
-package templates
-
-import "errors"
-
-var errNotYet = errors.New("templates: not implemented yet")
