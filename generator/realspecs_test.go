@@ -1,0 +1,138 @@
+package generator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/idemgen/idemgen/internal/testutil"
+)
+
+// mutatingOps is the number of POST/PUT/PATCH/DELETE operations under
+// `paths` of each spec of the corpus (../shared/specs/SOURCES.md).
+var mutatingOps = map[string]int{
+	"adyen-checkout-v72.json":             25,
+	"discord-api-v10.json":                139,
+	"oai-api-with-examples-3.0.yaml":      0,
+	"oai-callback-example-3.0.yaml":       1,
+	"oai-link-example-3.0.yaml":           1,
+	"oai-non-oauth-scopes-3.1.yaml":       0,
+	"oai-petstore-3.0.yaml":               1,
+	"oai-petstore-expanded-3.0.yaml":      2,
+	"oai-tictactoe-3.1.yaml":              1,
+	"oai-uspto-3.0.yaml":                  1,
+	"oai-webhook-example-3.1.yaml":        0,
+	"openai-api-2.3.0.yaml":               166,
+	"paypal-checkout-orders-v2-2.13.json": 7,
+	"paypal-payments-v2-2.5.json":         4,
+	"square-connect-2025-04-16.json":      189,
+	"stripe-api-2023-08-16.yaml":          252,
+	"twilio-api-v2010-1.0.0.json":         94,
+}
+
+// danglingRef is the spec of the corpus that cannot load.
+const danglingRef = "square-connect-2025-08-20.json"
+
+// TestRealSpecs loads every spec of the corpus, annotates every mutating
+// operation (principal anonymous), generates, and type-checks the output
+// of every spec as a package of this module.
+func TestRealSpecs(t *testing.T) {
+	dir := testutil.SpecsDir(t)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.MkdirTemp(filepath.Join(testutil.RepoRoot(), "generator", "testdata"), "realspecs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
+
+	var pkgDirs []string
+	seen := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		seen++
+		cfg := Config{
+			Spec:             filepath.Join(dir, name),
+			Package:          "spec",
+			SkipStore:        true,
+			AnnotateMutating: map[string]any{"principal": "anonymous"},
+		}
+		res, err := Generate(context.Background(), cfg)
+		if name == danglingRef {
+			var ds Diagnostics
+			if !errors.As(err, &ds) || !strings.Contains(err.Error(), "CatalogModifierToggleOverrideType") {
+				t.Errorf("%s: got %v, want a diagnostic naming the dangling ref CatalogModifierToggleOverrideType", name, err)
+			} else {
+				t.Logf("%s: %v", name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		want, known := mutatingOps[name]
+		if !known {
+			t.Logf("%s: not in the table of expected counts", name)
+		} else if got := len(res.Model.Operations); got != want {
+			t.Errorf("%s: %d operations annotated, want %d", name, got, want)
+		}
+		pkgDir := filepath.Join(out, strings.NewReplacer(".", "_", "-", "_").Replace(name))
+		if err := os.MkdirAll(pkgDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, data := range res.Files {
+			if err := os.WriteFile(filepath.Join(pkgDir, file), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pkgDirs = append(pkgDirs, pkgDir)
+	}
+	if seen < len(mutatingOps) {
+		t.Errorf("found %d specs, want at least %d", seen, len(mutatingOps))
+	}
+	typeCheck(t, pkgDirs)
+}
+
+// typeCheck loads the packages in dirs (inside this module, so that the
+// runtime resolves) and fails on any error.
+func typeCheck(t *testing.T, dirs []string) {
+	t.Helper()
+	if len(dirs) == 0 {
+		return
+	}
+	patterns := make([]string, len(dirs))
+	for i, d := range dirs {
+		rel, err := filepath.Rel(testutil.RepoRoot(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patterns[i] = "./" + filepath.ToSlash(rel)
+	}
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo,
+		Dir:  testutil.RepoRoot(),
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != len(dirs) {
+		t.Errorf("loaded %d packages, want %d", len(pkgs), len(dirs))
+	}
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Errorf("%s: %v", p.PkgPath, e)
+		}
+	}
+}
