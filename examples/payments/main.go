@@ -1,0 +1,25 @@
+// Command payments is idemgen's example service: a small Stripe-like payments
+// API (openapi.yaml) whose annotated operations are made idempotent by the
+// code idemgen generates from the spec.
+//
+//	go run ./examples/payments                      # SQLite in ./payments.db, no setup
+//	go run ./examples/payments -dsn postgres://...  # or PAYMENTS_DSN=mysql://root@tcp(127.0.0.1:3306)/test
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemsqlite -package idemsqlite -dialect sqlite
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idempg -package idempg -dialect postgres
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemmysql -package idemmysql -dialect mysql
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
