@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const spec = `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      x-idempotent: true
+      responses: {"200": {description: ok}}
+`
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeSpec(t *testing.T, dir, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, "openapi.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestUsageAndVersion(t *testing.T) {
+	if code, _, errs := runCLI(t, ""); code != 2 || !strings.Contains(errs, "Usage:") {
+		t.Errorf("no args: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "frobnicate"); code != 2 || !strings.Contains(errs, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: exit %d, stderr %q", code, errs)
+	}
+	code, out, _ := runCLI(t, "", "--help")
+	if code != 0 || !strings.Contains(out, "idemgen generate -spec") || !strings.Contains(out, "//go:generate") {
+		t.Errorf("--help: exit %d, stdout %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "version"); code != 0 || !strings.HasPrefix(out, "idemgen ") {
+		t.Errorf("version: exit %d, stdout %q", code, out)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", "x.yaml", "-out", "o"); code != 2 || !strings.Contains(errs, "missing -dialect") {
+		t.Errorf("no dialect: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-bogus"); code != 2 || !strings.Contains(errs, "-bogus") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", "x.yaml", "-out", "o", "-dialect", "oracle"); code != 2 || !strings.Contains(errs, "oracle") {
+		t.Errorf("bad dialect: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", "x.yaml", "-out", "o", "-dialect", "postgres", "-table", "Drop Table"); code != 2 || !strings.Contains(errs, "table name") {
+		t.Errorf("bad table: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-h"); code != 0 || !strings.Contains(errs, "Example:") {
+		t.Errorf("generate -h: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestGenerateWriteCheckAndClean(t *testing.T) {
+	dir := t.TempDir()
+	specPath := writeSpec(t, dir, spec)
+	out := filepath.Join(dir, "internal", "idem")
+	args := []string{"generate", "-spec", specPath, "-out", out, "-store=false"}
+
+	// -check before anything is written: missing.
+	code, stdout, _ := runCLI(t, "", append(args, "-check")...)
+	if code != 1 || !strings.Contains(stdout, "missing: "+filepath.Join(out, "idemgen_policies.go")) {
+		t.Fatalf("check on empty dir: exit %d, stdout %q", code, stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("-check wrote the output folder")
+	}
+
+	if code, _, errs := runCLI(t, "", args...); code != 0 {
+		t.Fatalf("generate: exit %d, %s", code, errs)
+	}
+	src, err := os.ReadFile(filepath.Join(out, "idemgen_policies.go"))
+	if err != nil || !bytes.Contains(src, []byte("package idem\n")) {
+		t.Fatalf("package name defaults to the folder's: %v\n%s", err, src)
+	}
+	if code, stdout, _ := runCLI(t, "", append(args, "-check")...); code != 0 || stdout != "" {
+		t.Errorf("check after generate: exit %d, stdout %q", code, stdout)
+	}
+
+	// A stale file, an extra idemgen_ file, and a user's own file.
+	os.WriteFile(filepath.Join(out, "idemgen_policies.go"), []byte("package idem\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "idemgen_old.go"), []byte("package idem\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "handlers.go"), []byte("package idem\n"), 0o644)
+	code, stdout, errs := runCLI(t, "", append(args, "-check")...)
+	if code != 1 || !strings.Contains(stdout, "stale: "+filepath.Join(out, "idemgen_policies.go")) ||
+		!strings.Contains(stdout, "extra: "+filepath.Join(out, "idemgen_old.go")) || strings.Contains(stdout, "handlers.go") {
+		t.Errorf("check: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+	if code, _, _ := runCLI(t, "", args...); code != 0 {
+		t.Fatal("regenerate failed")
+	}
+	if _, err := os.Stat(filepath.Join(out, "idemgen_old.go")); err == nil {
+		t.Error("a stale idemgen_ file was not removed")
+	}
+	if _, err := os.Stat(filepath.Join(out, "handlers.go")); err != nil {
+		t.Error("the user's own file was removed")
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "idemgen_policies.go")); !bytes.Equal(got, src) {
+		t.Error("regenerating did not restore the file")
+	}
+}
+
+func TestSpecErrorsExitOne(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeSpec(t, dir, strings.Replace(spec, "x-idempotent: true", "x-idempotent: {ttl: soon}", 1))
+	code, _, errs := runCLI(t, "", "generate", "-spec", "openapi.yaml", "-out", "o", "-package", "api", "-store=false")
+	if code != 1 || errs != "openapi.yaml:7:22: x-idempotent.ttl: \"soon\" is not a duration (want e.g. 24h)\n" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", "nope.yaml", "-out", "o", "-store=false"); code != 1 || !strings.Contains(errs, "nope.yaml") {
+		t.Errorf("missing spec: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestSpecFromStdin(t *testing.T) {
+	out := t.TempDir()
+	code, _, errs := runCLI(t, spec, "generate", "-spec", "-", "-out", out, "-package", "api", "-store=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "idemgen_policies.go")); err != nil {
+		t.Error(err)
+	}
+}
