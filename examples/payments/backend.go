@@ -195,7 +195,10 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 func logHooks(log *slog.Logger) idemrt.Hooks {
 	ev := func(msg string, level slog.Level) func(context.Context, idemrt.Event) {
 		return func(ctx context.Context, e idemrt.Event) {
-			attrs := []any{"op", e.OperationID, "key", e.Key, "epoch", e.Epoch}
+			attrs := []any{"op", e.OperationID, "key", e.Key}
+			if e.Epoch != 0 {
+				attrs = append(attrs, "epoch", e.Epoch)
+			}
 			if e.Status != 0 {
 				attrs = append(attrs, "status", e.Status)
 			}
