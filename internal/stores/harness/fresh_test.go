@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"bytes"
+	"strings"
 	"testing"
+
+	_ "github.com/idemgen/idemgen/internal/testutil"
 
 	"github.com/idemgen/idemgen/templates"
 )
@@ -13,5 +17,28 @@ import (
 func TestRendered(t *testing.T) {
 	for _, d := range templates.Dialects {
 		t.Run(d, func(t *testing.T) { CheckRendered(t, d) })
+	}
+}
+
+// TestNoAppClock: the stores never read the application's clock nor send
+// it a time; leases and TTLs travel as durations and every time decision
+// is made by the database (now(), julianday('now'), UTC_TIMESTAMP()), so
+// application servers with skewed clocks agree on who owns a key.
+func TestNoAppClock(t *testing.T) {
+	for _, d := range templates.Dialects {
+		files, err := templates.Render(templates.Data{Package: d, Dialect: d, Table: Table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range files {
+			if !strings.HasSuffix(name, ".go") {
+				continue
+			}
+			for _, bad := range []string{"time.Now(", "time.Since(", "time.Until(", "time.Time"} {
+				if bytes.Contains(b, []byte(bad)) {
+					t.Errorf("%s/%s uses %s", d, name, bad)
+				}
+			}
+		}
 	}
 }

@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a database server until it is cut:
+// Cut closes every open connection and makes new ones fail at once (they
+// are accepted and closed), as when the network to the store goes away;
+// Restore lets new connections through again.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+}
+
+// NewProxy listens on 127.0.0.1 and forwards to target (host:port).
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.Cut()
+	})
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *Proxy) forward(client net.Conn) {
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if down {
+		client.Close()
+		return
+	}
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	if !p.track(client, server) {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+	}
+	go pipe(server, client)
+	go pipe(client, server)
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, client)
+	delete(p.conns, server)
+	p.mu.Unlock()
+}
+
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+// Cut closes every forwarded connection and refuses new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore lets new connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}

@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// newBackend is the store over pool with the effects the fault tests
+// observe; the handler's writes go through the generated TxFromContext.
+func newBackend(ctx context.Context, pool *pgxpool.Pool) (*harness.Backend, error) {
+	st, err := NewStore(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	const insert = "INSERT INTO effects (id, worker) VALUES ($1, $2)"
+	return &harness.Backend{
+		Store: st,
+		Effect: func(ctx context.Context, id, worker string) error {
+			if tx, ok := TxFromContext(ctx); ok {
+				_, err := tx.Exec(ctx, insert, id, worker)
+				return err
+			}
+			_, err := pool.Exec(ctx, insert, id, worker)
+			return err
+		},
+		Effects: func(ctx context.Context, id string) (n int, err error) {
+			err = pool.QueryRow(ctx, "SELECT count(*) FROM effects WHERE id = $1", id).Scan(&n)
+			return n, err
+		},
+		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return false, err
+			}
+			defer tx.Rollback(ctx)
+			first, err := MarkProcessed(ctx, tx, consumer, id)
+			if err != nil {
+				return false, err
+			}
+			if first {
+				if _, err := tx.Exec(ctx, insert, id, "consumer"); err != nil {
+					return false, err
+				}
+			}
+			time.Sleep(hold)
+			if rollback {
+				return first, tx.Rollback(ctx)
+			}
+			return first, tx.Commit(ctx)
+		},
+		Records: func(ctx context.Context) (n int, err error) {
+			err = pool.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
+			return n, err
+		},
+	}, nil
+}
+
+func (db *testDB) backend(t testing.TB, edit func(*pgxpool.Config)) *harness.Backend {
+	t.Helper()
+	b, err := newBackend(context.Background(), db.pool(t, edit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDuplicateStorm(t *testing.T) {
+	db := newTestDB(t)
+	b := db.backend(t, nil)
+	// 200 goroutines over four pools of 12 connections (the server allows
+	// 100 connections in all).
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(t, func(c *pgxpool.Config) { c.MaxConns = 12 }).Store)
+	}
+	harness.Storm(t, b, stores, 200)
+}
+
+func TestDuplicateStormProcesses(t *testing.T) {
+	db := newTestDB(t)
+	harness.StormProcesses(t, db.backend(t, nil), db.starter(), 8)
+}
+
+func TestTransactional(t *testing.T) {
+	db := newTestDB(t)
+	harness.Transactional(t, db.backend(t, nil))
+}
+
+func TestCrashTransactional(t *testing.T) {
+	db := newTestDB(t)
+	harness.CrashTransactional(t, db.backend(t, nil), db.starter())
+}
+
+func TestStaleWorkerFenced(t *testing.T) {
+	db := newTestDB(t)
+	harness.StaleWorker(t, db.backend(t, nil), db.starter())
+}
+
+func TestStoreCut(t *testing.T) {
+	db := newTestDB(t)
+	cfg, err := pgxpool.ParseConfig(db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := harness.NewProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	host, port, _ := net.SplitHostPort(proxy.Addr())
+	p, _ := strconv.Atoi(port)
+	through := db.backend(t, func(c *pgxpool.Config) {
+		c.ConnConfig.Host = host
+		c.ConnConfig.Port = uint16(p)
+		c.ConnConfig.ConnectTimeout = 2 * time.Second
+		c.ConnConfig.Fallbacks = nil
+	})
+	harness.StoreCut(t, through, db.backend(t, nil), proxy)
+}
+
+func TestConsumer(t *testing.T) {
+	db := newTestDB(t)
+	harness.Consumer(t, db.backend(t, nil), 50)
+}
+
+func TestSweeper(t *testing.T) {
+	db := newTestDB(t)
+	harness.Sweeper(t, db.backend(t, nil))
+}
+
+// TestDatabaseClock shows that leases are measured on the database's
+// clock: the lease a claim stores is now() + lease on the server, whatever
+// the application's clock says, and a second server (another pool) sees
+// the same lease and cannot take the key before it ends. No application
+// clock is read by the store (TestNoAppClock in the harness checks the
+// source).
+func TestDatabaseClock(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	a, b := db.store(t), db.store(t)
+	k := idemrt.RecordKey{Scope: "clock", Key: harness.UniqueKey(t, "clock")}
+	const lease = 2 * time.Second
+	res, err := a.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || res.State != idemrt.Acquired {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	var serverLease time.Duration
+	if err := a.pool.QueryRow(ctx, "SELECT lease_until - now() FROM idempotency_keys WHERE idem_key = $1", k.Key).Scan(&serverLease); err != nil {
+		t.Fatal(err)
+	}
+	if serverLease <= lease-500*time.Millisecond || serverLease > lease {
+		t.Errorf("stored lease ends %v after the server's now(), want about %v", serverLease, lease)
+	}
+	got, err := b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.InProgress {
+		t.Fatalf("second server's claim: %+v, %v; want in progress", got, err)
+	}
+	if got.LeaseRemaining <= 0 || got.LeaseRemaining > lease {
+		t.Errorf("second server sees %v of lease left, want (0, %v]", got.LeaseRemaining, lease)
+	}
+	time.Sleep(lease + 200*time.Millisecond)
+	got, err = b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.Acquired || !got.TakenOver || got.Epoch != res.Epoch+1 {
+		t.Fatalf("takeover after the lease: %+v, %v", got, err)
+	}
+	if err := a.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour}); err != idemrt.ErrFenced {
+		t.Errorf("first server's late completion: %v, want ErrFenced", err)
+	}
+}
+
+// TestPrimaryOnly: a read-only session is refused with an error that says
+// why; so is a server in recovery (checked on the decision, since the
+// shared test server is a primary).
+func TestPrimaryOnly(t *testing.T) {
+	db := newTestDB(t)
+	pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on" })
+	_, err := NewStore(context.Background(), pool)
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("NewStore on a read-only session: %v, want a read-only error", err)
+	}
+	if err := checkPrimary(true, false); err == nil || !strings.Contains(err.Error(), "pg_is_in_recovery") {
+		t.Errorf("server in recovery: %v", err)
+	}
+	if err := checkPrimary(false, false); err != nil {
+		t.Errorf("primary refused: %v", err)
+	}
+}
+
+var _ = pgx.ErrNoRows
