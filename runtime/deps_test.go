@@ -1,0 +1,29 @@
+package runtime_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/testutil"
+)
+
+// The runtime imports only the standard library (docs/architecture.md).
+func TestRuntimeDependsOnlyOnStdlib(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"./runtime", "./runtime/storetest"} {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg)
+		cmd.Dir = testutil.RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep != "github.com/idemgen/idemgen/runtime" && dep != "github.com/idemgen/idemgen/runtime/storetest" {
+				t.Errorf("%s depends on %s, outside the standard library", pkg, dep)
+			}
+		}
+	}
+}
