@@ -54,7 +54,11 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "payments")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -111,6 +115,9 @@ func start(t *testing.T, args ...string) *proc {
 	}()
 	t.Cleanup(func() {
 		p.kill()
+		if strings.Contains(p.log(), "WARNING: DATA RACE") {
+			t.Error("the race detector fired in the payments server")
+		}
 		if t.Failed() {
 			t.Logf("server log (%v):\n%s", args, p.log())
 		}
@@ -488,10 +495,12 @@ func scenario(t *testing.T, args ...string) {
 }
 
 func TestEndToEndSQLite(t *testing.T) {
+	t.Parallel()
 	scenario(t, "-db", filepath.Join(t.TempDir(), "payments.db"))
 }
 
 func TestEndToEndPostgres(t *testing.T) {
+	t.Parallel()
 	base := testutil.PostgresDSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
@@ -517,6 +526,7 @@ func TestEndToEndPostgres(t *testing.T) {
 }
 
 func TestEndToEndMySQL(t *testing.T) {
+	t.Parallel()
 	base := testutil.MySQLDSN(t)
 	cfg, err := mysql.ParseDSN(base)
 	if err != nil {
