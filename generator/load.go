@@ -32,20 +32,33 @@ type builder struct {
 }
 
 func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
+	// Positions are only needed to report problems, and recording them
+	// costs kin-openapi about half as much time again as the load itself:
+	// load without them first, and again with them only when there is a
+	// problem to place. A document that does not load is placed from its
+	// text, without origins.
+	m, loaded, err := buildWith(ctx, cfg, data, false)
+	if err != nil && loaded {
+		m, _, err = buildWith(ctx, cfg, data, true)
+	}
+	return m, err
+}
+
+func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Model, bool, error) {
 	loader := openapi3.NewLoader()
-	loader.IncludeOrigin = true
+	loader.IncludeOrigin = origins
 	loader.Context = ctx
 	doc, err := loadDoc(loader, data, cfg.Spec)
 	if err != nil {
-		return nil, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
+		return nil, false, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
 	}
 	b := &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}
 	b.run()
 	if err := b.d.err(); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
-	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, nil
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, true, nil
 }
 
 var refInError = regexp.MustCompile(`"(#/[^"]+)"`)

@@ -1,0 +1,32 @@
+-- Idempotency records, one per (scope, principal, key). See idemgen's
+-- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
+-- lease, then completed (state 2) until it expires; a released record is
+-- deleted. Every time in this table comes from the database's clock.
+CREATE TABLE IF NOT EXISTS subscription_keys (
+    scope               varchar(255) COLLATE "C" NOT NULL,
+    principal           bytea        NOT NULL CHECK (octet_length(principal) = 32),
+    idem_key            varchar(255) COLLATE "C" NOT NULL,
+    fingerprint         bytea        NOT NULL CHECK (octet_length(fingerprint) = 32),
+    fingerprint_version integer      NOT NULL,
+    state               smallint     NOT NULL CHECK (state IN (1, 2)),
+    epoch               bigint       NOT NULL,
+    lease_until         timestamptz  NOT NULL,
+    expires_at          timestamptz  NOT NULL,
+    status              integer      NOT NULL DEFAULT 0,
+    headers             bytea        NOT NULL DEFAULT '\x',
+    body                bytea        NOT NULL DEFAULT '\x',
+    tombstone           boolean      NOT NULL DEFAULT false,
+    PRIMARY KEY (scope, principal, idem_key)
+);
+
+-- The sweeper deletes expired records oldest first, in bounded batches.
+CREATE INDEX IF NOT EXISTS subscription_keys_expires_at_idx ON subscription_keys (expires_at);
+
+-- Message consumers (CONTRACT §5): the ids each consumer has processed,
+-- inserted in the same transaction as the consumer's own writes.
+CREATE TABLE IF NOT EXISTS subscription_keys_processed (
+    consumer     bytea       NOT NULL,
+    message_id   bytea       NOT NULL,
+    processed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (consumer, message_id)
+);

@@ -1,0 +1,77 @@
+-- name: Claim :execresult
+-- Claim inserts the record of a new key, or takes over one that is expired
+-- or in progress with an ended lease, in one statement. MySQL applies the
+-- assignments left to right, each seeing the ones before it, so the first
+-- one decides: it stores this attempt's random claim_token only when the
+-- record may be taken, and every later assignment tests that token instead
+-- of re-reading columns already changed. Affected rows: 1 inserted, 2 taken
+-- over (LAST_INSERT_ID() = new epoch * 2 + 1 if an in-progress record was
+-- taken over, else new epoch * 2), 0 the record is live (read it).
+INSERT INTO idempotency_keys (
+    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+    claim_token, lease_until, expires_at, status, headers, body, tombstone)
+VALUES (
+    sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
+    sqlc.arg(fingerprint_version), 1, 1, sqlc.arg(claim_token),
+    (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(lease_us) MICROSECOND,
+    (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
+    0, '', '', FALSE)
+ON DUPLICATE KEY UPDATE
+    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
+                     VALUES(claim_token), claim_token),
+    epoch = IF(claim_token = VALUES(claim_token),
+               LAST_INSERT_ID((epoch + 1) * 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 2,
+               epoch),
+    fingerprint = IF(claim_token = VALUES(claim_token), VALUES(fingerprint), fingerprint),
+    fingerprint_version = IF(claim_token = VALUES(claim_token), VALUES(fingerprint_version), fingerprint_version),
+    status = IF(claim_token = VALUES(claim_token), 0, status),
+    headers = IF(claim_token = VALUES(claim_token), '', headers),
+    body = IF(claim_token = VALUES(claim_token), '', body),
+    tombstone = IF(claim_token = VALUES(claim_token), FALSE, tombstone),
+    state = IF(claim_token = VALUES(claim_token), 1, state),
+    lease_until = IF(claim_token = VALUES(claim_token), VALUES(lease_until), lease_until),
+    expires_at = IF(claim_token = VALUES(claim_token), VALUES(expires_at), expires_at);
+
+-- name: Lookup :one
+-- Lookup reads the record of a key with its liveness, measured on the
+-- database's clock.
+SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
+       expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AS unexpired,
+       CAST(TIMESTAMPDIFF(MICROSECOND, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until) AS SIGNED) AS lease_remaining_us
+FROM idempotency_keys
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
+
+-- name: Complete :execrows
+-- Complete saves the result of the attempt holding epoch; 0 rows means the
+-- record moved on (fenced).
+UPDATE idempotency_keys
+SET state = 2,
+    status = sqlc.arg(status),
+    headers = sqlc.arg(headers),
+    body = sqlc.arg(body),
+    tombstone = sqlc.arg(tombstone),
+    lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND),
+    expires_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: Release :execrows
+-- Release deletes the in-progress record held at epoch; 0 rows means the
+-- record moved on (fenced).
+DELETE FROM idempotency_keys
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: Sweep :execrows
+-- Sweep deletes up to batch expired records, oldest first.
+DELETE FROM idempotency_keys
+WHERE expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
+ORDER BY expires_at
+LIMIT ?;
+
+-- name: MarkProcessed :execrows
+-- MarkProcessed records that consumer processed message_id; 0 rows means
+-- it already had (a redelivery). INSERT IGNORE only skips the duplicate
+-- here: both columns are binary and their length is checked before.
+INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id)
+VALUES (sqlc.arg(consumer), sqlc.arg(message_id));

@@ -1,0 +1,74 @@
+-- name: Lookup :one
+-- Lookup reads the record of a key with its liveness, measured on the
+-- database's clock. Reads are cheap in SQLite: a replay costs this one read.
+SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
+       CAST(expires_at > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS unexpired,
+       CAST(lease_until > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS lease_live,
+       CAST(lease_until - (julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS lease_remaining_ms
+FROM order_keys
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
+
+-- name: Acquire :one
+-- Acquire claims a key that is absent, expired, or in progress with an
+-- ended lease, in one statement: the conflict clause re-checks the record
+-- under SQLite's write lock. No row means another attempt holds the key.
+INSERT INTO order_keys (
+    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+    lease_until, expires_at, status, headers, body, tombstone)
+VALUES (
+    sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
+    sqlc.arg(fingerprint_version), 1, 1,
+    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER),
+    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    0, x'', x'', FALSE)
+ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+    fingerprint = excluded.fingerprint,
+    fingerprint_version = excluded.fingerprint_version,
+    state = 1,
+    epoch = epoch + 1,
+    lease_until = excluded.lease_until,
+    expires_at = excluded.expires_at,
+    status = 0,
+    headers = x'',
+    body = x'',
+    tombstone = FALSE
+WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+   OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
+RETURNING epoch;
+
+-- name: Complete :execrows
+-- Complete saves the result of the attempt holding epoch; 0 rows means the
+-- record moved on (fenced).
+UPDATE order_keys
+SET state = 2,
+    status = sqlc.arg(status),
+    headers = sqlc.arg(headers),
+    body = sqlc.arg(body),
+    tombstone = sqlc.arg(tombstone),
+    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER)
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: Release :execrows
+-- Release deletes the in-progress record held at epoch; 0 rows means the
+-- record moved on (fenced).
+DELETE FROM order_keys
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: Sweep :execrows
+-- Sweep deletes up to batch expired records, oldest first.
+DELETE FROM order_keys
+WHERE rowid IN (
+    SELECT rowid FROM order_keys
+    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+    ORDER BY expires_at
+    LIMIT sqlc.arg(batch));
+
+-- name: MarkProcessed :execrows
+-- MarkProcessed records that consumer processed message_id; 0 rows means
+-- it already had (a redelivery).
+INSERT INTO order_keys_processed (consumer, message_id)
+VALUES (sqlc.arg(consumer), sqlc.arg(message_id))
+ON CONFLICT (consumer, message_id) DO NOTHING;

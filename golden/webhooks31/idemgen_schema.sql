@@ -1,0 +1,33 @@
+-- Idempotency records, one per (scope, principal, key). See idemgen's
+-- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
+-- lease, then completed (state 2) until it expires; a released record is
+-- deleted. Times are milliseconds since the Unix epoch on the database's
+-- clock (julianday('now')), never the application's.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    scope               TEXT    NOT NULL CHECK (length(scope) <= 255),
+    principal           BLOB    NOT NULL CHECK (length(principal) = 32),
+    idem_key            TEXT    NOT NULL CHECK (length(idem_key) <= 255),
+    fingerprint         BLOB    NOT NULL CHECK (length(fingerprint) = 32),
+    fingerprint_version INTEGER NOT NULL,
+    state               INTEGER NOT NULL CHECK (state IN (1, 2)),
+    epoch               INTEGER NOT NULL,
+    lease_until         INTEGER NOT NULL,
+    expires_at          INTEGER NOT NULL,
+    status              INTEGER NOT NULL DEFAULT 0,
+    headers             BLOB    NOT NULL DEFAULT x'',
+    body                BLOB    NOT NULL DEFAULT x'',
+    tombstone           BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (scope, principal, idem_key)
+);
+
+-- The sweeper deletes expired records oldest first, in bounded batches.
+CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at_idx ON idempotency_keys (expires_at);
+
+-- Message consumers (CONTRACT §5): the ids each consumer has processed,
+-- inserted in the same transaction as the consumer's own writes.
+CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
+    consumer     BLOB    NOT NULL,
+    message_id   BLOB    NOT NULL,
+    processed_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    PRIMARY KEY (consumer, message_id)
+);
