@@ -1,0 +1,197 @@
+package mysql
+
+import (
+	"context"
+	"io"
+	"log"
+	"os"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// newBackend is the store over conn with the effects the fault tests
+// observe; the handler's writes go through the generated TxFromContext.
+func newBackend(ctx context.Context, conn *sql.DB) (*harness.Backend, error) {
+	st, err := NewStore(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	const insert = "INSERT INTO effects (id, worker) VALUES (?, ?)"
+	return &harness.Backend{
+		Store: st,
+		Effect: func(ctx context.Context, id, worker string) error {
+			if tx, ok := TxFromContext(ctx); ok {
+				_, err := tx.ExecContext(ctx, insert, id, worker)
+				return err
+			}
+			_, err := conn.ExecContext(ctx, insert, id, worker)
+			return err
+		},
+		Effects: func(ctx context.Context, id string) (n int, err error) {
+			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM effects WHERE id = ?", id).Scan(&n)
+			return n, err
+		},
+		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return false, err
+			}
+			defer tx.Rollback()
+			first, err := MarkProcessed(ctx, tx, consumer, id)
+			if err != nil {
+				return false, err
+			}
+			if first {
+				if _, err := tx.ExecContext(ctx, insert, id, "consumer"); err != nil {
+					return false, err
+				}
+			}
+			time.Sleep(hold)
+			if rollback {
+				return first, tx.Rollback()
+			}
+			return first, tx.Commit()
+		},
+		Records: func(ctx context.Context) (n int, err error) {
+			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
+			return n, err
+		},
+	}, nil
+}
+
+func (db *testDB) backend(t testing.TB, edit func(*mysql.Config)) *harness.Backend {
+	t.Helper()
+	b, err := newBackend(context.Background(), db.open(t, edit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDuplicateStorm(t *testing.T) {
+	db := newTestDB(t)
+	// 200 goroutines over four pools of 20 connections.
+	var stores []idemrt.Store
+	for range 4 {
+		conn := db.open(t, nil)
+		conn.SetMaxOpenConns(20)
+		st, err := NewStore(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
+	}
+	harness.Storm(t, db.backend(t, nil), stores, 200)
+}
+
+func TestDuplicateStormProcesses(t *testing.T) {
+	db := newTestDB(t)
+	harness.StormProcesses(t, db.backend(t, nil), db.starter(), 8)
+}
+
+func TestTransactional(t *testing.T) {
+	db := newTestDB(t)
+	harness.Transactional(t, db.backend(t, nil))
+}
+
+func TestCrashTransactional(t *testing.T) {
+	db := newTestDB(t)
+	harness.CrashTransactional(t, db.backend(t, nil), db.starter())
+}
+
+func TestStaleWorkerFenced(t *testing.T) {
+	db := newTestDB(t)
+	harness.StaleWorker(t, db.backend(t, nil), db.starter())
+}
+
+func TestStoreCut(t *testing.T) {
+	db := newTestDB(t)
+	// The driver logs every connection the cut breaks; the test checks them.
+	mysql.SetLogger(log.New(io.Discard, "", 0))
+	t.Cleanup(func() { mysql.SetLogger(log.New(os.Stderr, "[mysql] ", log.Ldate|log.Ltime|log.Lshortfile)) })
+	proxy := harness.NewProxy(t, db.cfg.Addr)
+	through := db.backend(t, func(c *mysql.Config) {
+		c.Addr = proxy.Addr()
+		c.Timeout = 2 * time.Second
+	})
+	harness.StoreCut(t, through, db.backend(t, nil), proxy)
+}
+
+func TestConsumer(t *testing.T) {
+	db := newTestDB(t)
+	harness.Consumer(t, db.backend(t, nil), 50)
+}
+
+func TestSweeper(t *testing.T) {
+	db := newTestDB(t)
+	harness.Sweeper(t, db.backend(t, nil))
+}
+
+// TestDatabaseClock shows that leases are measured on the database's
+// clock, in UTC whatever the session's time zone: two servers whose
+// sessions run in time zones 24 hours apart agree on the lease, and the
+// second cannot take the key before it ends.
+func TestDatabaseClock(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	a := db.backend(t, func(c *mysql.Config) { c.Params = map[string]string{"time_zone": "'+13:00'"} }).Store.(*Store)
+	b := db.backend(t, func(c *mysql.Config) { c.Params = map[string]string{"time_zone": "'-11:00'"} }).Store.(*Store)
+	k := idemrt.RecordKey{Scope: "clock", Key: harness.UniqueKey(t, "clock")}
+	const lease = 2 * time.Second
+	res, err := a.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || res.State != idemrt.Acquired {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	var remainingUs int64
+	if err := a.db.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until) FROM idempotency_keys WHERE idem_key = ?", k.Key).Scan(&remainingUs); err != nil {
+		t.Fatal(err)
+	}
+	if serverLease := time.Duration(remainingUs) * time.Microsecond; serverLease <= lease-500*time.Millisecond || serverLease > lease {
+		t.Errorf("stored lease ends %v after the server's UTC now, want about %v", serverLease, lease)
+	}
+	got, err := b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.InProgress {
+		t.Fatalf("second server's claim: %+v, %v; want in progress", got, err)
+	}
+	if got.LeaseRemaining <= 0 || got.LeaseRemaining > lease {
+		t.Errorf("second server sees %v of lease left, want (0, %v]", got.LeaseRemaining, lease)
+	}
+	time.Sleep(lease + 200*time.Millisecond)
+	got, err = b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.Acquired || !got.TakenOver || got.Epoch != res.Epoch+1 {
+		t.Fatalf("takeover after the lease: %+v, %v", got, err)
+	}
+	if err := a.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour}); err != idemrt.ErrFenced {
+		t.Errorf("first server's late completion: %v, want ErrFenced", err)
+	}
+}
+
+// TestPrimaryOnly: a read-only session is refused with an error that says
+// why, and so is clientFoundRows (under which a live record would look
+// newly inserted).
+func TestPrimaryOnly(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	ro := db.open(t, func(c *mysql.Config) { c.Params = map[string]string{"tx_read_only": "1"} })
+	if _, err := NewStore(ctx, ro); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("NewStore on a read-only session: %v, want a read-only error", err)
+	}
+	found := db.open(t, func(c *mysql.Config) { c.ClientFoundRows = true })
+	if _, err := NewStore(ctx, found); err == nil || !strings.Contains(err.Error(), "clientFoundRows") {
+		t.Errorf("NewStore with clientFoundRows: %v, want an error naming it", err)
+	}
+	for _, v := range []string{"read_only", "super_read_only"} {
+		if err := checkPrimary(map[string]string{v: "ON"}); err == nil || !strings.Contains(err.Error(), "@@"+v) {
+			t.Errorf("%s on: %v", v, err)
+		}
+	}
+	if err := checkPrimary(map[string]string{"read_only": "OFF", "tx_read_only": "0"}); err != nil {
+		t.Errorf("primary refused: %v", err)
+	}
+}
