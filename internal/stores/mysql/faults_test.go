@@ -2,10 +2,10 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log"
 	"os"
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
