@@ -139,17 +139,19 @@ type opRef struct {
 func (b *builder) run() {
 	if v, ok := b.doc.Extensions[extDefaults]; ok {
 		base := b.fieldPos(b.doc.Origin, extDefaults)
-		n := len(b.d.list)
+		// On errors the operations go on with the contract's defaults, so
+		// that their own problems are reported in the same run.
 		b.defaults = decodeAnnotation(extDefaults, v, b.locator(base), &b.d)
-		if len(b.d.list) != n {
-			return // every operation would repeat the same errors
-		}
+	}
+	if _, ok := b.doc.Extensions[extOp]; ok {
+		b.d.add(b.fieldPos(b.doc.Origin, extOp), "%s belongs on an operation; document-wide defaults go in %s", extOp, extDefaults)
 	}
 	var refs []*opRef
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
 		for _, path := range slices.Sorted(maps.Keys(m)) {
 			item := m[path]
+			b.checkPathItem(item)
 			for _, r := range itemOps(item, InPaths, path) {
 				refs = append(refs, r)
 				refs = append(refs, callbackOps(r)...)
@@ -157,6 +159,7 @@ func (b *builder) run() {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.doc.Webhooks)) {
+		b.checkPathItem(b.doc.Webhooks[name])
 		for _, r := range itemOps(b.doc.Webhooks[name], InWebhooks, name) {
 			refs = append(refs, r)
 			refs = append(refs, callbackOps(r)...)
@@ -175,6 +178,99 @@ func (b *builder) run() {
 		byName[op.GoName] = op
 		b.ops = append(b.ops, op)
 	}
+	b.checkRoutes()
+}
+
+// checkPathItem reports annotations put on a path item instead of its
+// operations, where they would silently do nothing.
+func (b *builder) checkPathItem(item *openapi3.PathItem) {
+	if item == nil {
+		return
+	}
+	for _, ext := range []string{extOp, extDefaults} {
+		if _, ok := item.Extensions[ext]; ok {
+			b.d.add(b.fieldPos(item.Origin, ext), "%s belongs on an operation (post, put...), not on its path item", ext)
+		}
+	}
+}
+
+// checkRoutes reports path templates the runtime could not match, and two
+// annotated operations that claim the same method and route shape under
+// the same base path (the middleware would refuse to start).
+func (b *builder) checkRoutes() {
+	claimed := map[string]*Operation{}
+	for _, o := range b.ops {
+		if !o.Routed() {
+			continue
+		}
+		shape, err := routeShape(o.Path)
+		if err != nil {
+			b.d.add(o.Pos, "operation %s: %v", describeOp(o), err)
+			continue
+		}
+		bases := o.BasePaths
+		if len(bases) == 0 {
+			bases = []string{""}
+		}
+		for _, base := range bases {
+			id := o.Method + " " + base + shape
+			if prev, dup := claimed[id]; dup {
+				b.d.add(o.Pos, "operation %s matches the same requests as %s (%s %s)", describeOp(o), describeOp(prev), o.Method, base+o.Path)
+				continue
+			}
+			claimed[id] = o
+		}
+	}
+}
+
+// routeShape checks a path template and returns it with its parameter
+// names erased: "/a/{id}.{ext}" -> "/a/{}.{}".
+func routeShape(t string) (string, error) {
+	if !strings.HasPrefix(t, "/") {
+		return "", fmt.Errorf("path %q does not start with /", t)
+	}
+	var shape strings.Builder
+	seen := map[string]bool{}
+	for _, seg := range strings.Split(t[1:], "/") {
+		shape.WriteByte('/')
+		prevParam := false
+		for seg != "" {
+			open := strings.IndexByte(seg, '{')
+			if open < 0 {
+				if strings.IndexByte(seg, '}') >= 0 {
+					return "", fmt.Errorf("path %q: unbalanced }", t)
+				}
+				shape.WriteString(seg)
+				break
+			}
+			if open > 0 {
+				if strings.IndexByte(seg[:open], '}') >= 0 {
+					return "", fmt.Errorf("path %q: unbalanced }", t)
+				}
+				shape.WriteString(seg[:open])
+				prevParam = false
+			}
+			end := strings.IndexByte(seg[open:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("path %q: unclosed {", t)
+			}
+			name := seg[open+1 : open+end]
+			if name == "" || strings.ContainsAny(name, "{") {
+				return "", fmt.Errorf("path %q: bad parameter name %q", t, name)
+			}
+			if seen[name] {
+				return "", fmt.Errorf("path %q: parameter {%s} appears twice", t, name)
+			}
+			if prevParam {
+				return "", fmt.Errorf("path %q: parameter {%s} follows another with nothing between them", t, name)
+			}
+			seen[name] = true
+			prevParam = true
+			shape.WriteString("{}")
+			seg = seg[open+end+1:]
+		}
+	}
+	return shape.String(), nil
 }
 
 func itemOps(item *openapi3.PathItem, kind OpKind, path string) []*opRef {
@@ -223,6 +319,9 @@ func mutating(method string) bool {
 // operation decodes and resolves one operation's annotation; nil when it
 // has none, is x-idempotent: false, or has errors.
 func (b *builder) operation(r *opRef) *Operation {
+	if _, ok := r.op.Extensions[extDefaults]; ok {
+		b.d.add(b.fieldPos(r.op.Origin, extDefaults), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
+	}
 	raw, ok := r.op.Extensions[extOp]
 	base := b.fieldPos(r.op.Origin, extOp)
 	if !ok {

@@ -131,6 +131,7 @@ func TestRealSpecs(t *testing.T) {
 		} else if got := len(res.Model.Operations); got != want {
 			t.Errorf("%s: %d operations annotated, want %d", name, got, want)
 		}
+		startMiddleware(t, name, res.Model)
 		pkgDir := filepath.Join(out, strings.NewReplacer(".", "_", "-", "_").Replace(name))
 		if err := os.MkdirAll(pkgDir, 0o755); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,78 @@
+package generator
+
+import (
+	"net/http"
+	"testing"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// policyOf builds the idemrt.Policy that the emitter writes for o, so that
+// tests can hand a whole model to the runtime without compiling it.
+func policyOf(o *Operation) *idemrt.Policy {
+	p := &idemrt.Policy{
+		OperationID:        o.ID,
+		Method:             o.Method,
+		Route:              "/",
+		BasePaths:          o.BasePaths,
+		Scope:              o.Scope,
+		Key:                idemrt.KeySource(o.Key),
+		KeyName:            o.KeyName,
+		KeyFields:          o.KeyFields,
+		Optional:           o.Optional,
+		Principal:          idemrt.PrincipalMode(o.Principal),
+		FingerprintInclude: o.FingerprintIn,
+		FingerprintExclude: o.FingerprintEx,
+		TTL:                o.TTL,
+		Lease:              o.Lease,
+		Wait:               o.Wait,
+		ReplayHeaders:      o.ReplayHeaders,
+		Save:               idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
+		MaxResponseBytes:   o.MaxResponse,
+		MaxRequestBytes:    o.MaxRequest,
+		Transactional:      o.Transactional,
+	}
+	if o.Routed() {
+		p.Route = o.Path
+	}
+	return p
+}
+
+// startMiddleware checks that the runtime accepts every routed policy of m
+// at start-up (routes parse, no two operations claim the same requests,
+// values are valid), and every webhook and callback policy in Wrap.
+func startMiddleware(t *testing.T, name string, m *Model) {
+	t.Helper()
+	opts := idemrt.Options{Store: idemrt.NewMemoryStore(), Principal: func(*http.Request) (string, error) { return "p", nil }}
+	var routed []*idemrt.Policy
+	for _, o := range m.Operations {
+		p := policyOf(o)
+		if o.Routed() {
+			routed = append(routed, p)
+			continue
+		}
+		if _, err := idemrt.Wrap(opts, p, http.NotFoundHandler()); err != nil {
+			t.Errorf("%s: %s: the runtime refuses the policy: %v", name, o.GoName, err)
+		}
+	}
+	if _, err := idemrt.NewMiddleware(opts, routed...); err != nil {
+		t.Errorf("%s: the runtime refuses the policies: %v", name, err)
+	}
+}
+
+func TestModelMirrorsRuntimeConstants(t *testing.T) {
+	if idemrt.KeySource(KeyHeader) != idemrt.KeyFromHeader || idemrt.KeySource(KeyQuery) != idemrt.KeyFromQuery ||
+		idemrt.KeySource(KeyFields) != idemrt.KeyFromFields || idemrt.KeySource(KeyBody) != idemrt.KeyFromBody {
+		t.Error("KeySource values differ from the runtime's")
+	}
+	if idemrt.PrincipalMode(PrincipalAuth) != idemrt.PrincipalAuth || idemrt.PrincipalMode(PrincipalAnonymous) != idemrt.PrincipalAnonymous {
+		t.Error("Principal values differ from the runtime's")
+	}
+	if idemrt.StatusClass(Class5xx) != idemrt.Class5xx || idemrt.StatusClass(DefaultSaveClasses) != idemrt.DefaultSave.Classes {
+		t.Error("status classes differ from the runtime's")
+	}
+	if DefaultTTL != idemrt.DefaultTTL || DefaultLease != idemrt.DefaultLease ||
+		DefaultMaxResponseBytes != idemrt.DefaultMaxResponseBytes || DefaultMaxRequestBytes != idemrt.DefaultMaxRequestBytes {
+		t.Error("defaults differ from the runtime's")
+	}
+}
