@@ -14,11 +14,13 @@ import (
 )
 
 // The golden cases live in golden/ at the repository root, one folder per
-// positive case (the input spec, an args file with the flags, and the
-// expected idemgen_* files, which form a package that `go test ./...`
-// compiles and exercises with its behaviour_test.go), and one txtar file
-// per negative case in golden/errors (the input spec, optional args, and
-// the expected stderr.txt). `go test ./cmd/idemgen -update` rewrites them.
+// positive case: the input spec, a generate.go whose //go:generate line
+// holds the command (so `go generate ./golden/...` regenerates the case as
+// a user would), and the expected idemgen_* files, which form a package
+// that `go test ./...` compiles and exercises with its behaviour_test.go.
+// Negative cases are txtar files in golden/errors (the input spec,
+// optional args, and the expected stderr.txt). `go test ./cmd/idemgen
+// -update` rewrites both kinds.
 
 func goldenDir() string { return filepath.Join(testutil.RepoRoot(), "golden") }
 
@@ -28,15 +30,22 @@ func caseArgs(t *testing.T, data []byte) []string {
 	return strings.Fields(string(data))
 }
 
-func specIn(t *testing.T, dir string) string {
+const goGenerate = "//go:generate go run github.com/idemgen/idemgen/cmd/idemgen "
+
+// generateLine returns the idemgen arguments of the case's generate.go.
+func generateLine(t *testing.T, dir string) []string {
 	t.Helper()
-	for _, name := range []string{"openapi.yaml", "openapi.yml", "openapi.json"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return name
+	src, err := os.ReadFile(filepath.Join(dir, "generate.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(src)) {
+		if rest, ok := strings.CutPrefix(line, goGenerate); ok {
+			return strings.Fields(rest)
 		}
 	}
-	t.Fatalf("%s: no openapi.yaml or openapi.json", dir)
-	return ""
+	t.Fatalf("%s/generate.go has no %q line", dir, goGenerate)
+	return nil
 }
 
 func TestGolden(t *testing.T) {
@@ -52,12 +61,8 @@ func TestGolden(t *testing.T) {
 		n++
 		dir := filepath.Join(goldenDir(), e.Name())
 		t.Run(e.Name(), func(t *testing.T) {
-			args, err := os.ReadFile(filepath.Join(dir, "args"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd := generateLine(t, dir)
 			t.Chdir(dir)
-			cmd := append([]string{"generate", "-spec", specIn(t, dir), "-out", "."}, caseArgs(t, args)...)
 			if !*testutil.Update {
 				cmd = append(cmd, "-check")
 			}
