@@ -182,7 +182,10 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 
 	// 5. Fingerprint, and the keys derived from the body.
 	c := getCanon()
-	ct := r.Header.Get("Content-Type")
+	var ct string
+	if vs := r.Header["Content-Type"]; len(vs) > 0 {
+		ct = vs[0]
+	}
 	fp := c.fingerprint(r.Method, op.route, params, ct, body, op.include, op.includeToks, op.exclude)
 	switch op.key {
 	case KeyFromFields:
@@ -194,8 +197,10 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 		if !ok {
 			putCanon(c)
 			if op.optional {
+				orig := r.Body
 				r.Body = &bodyReader{b: body}
 				next.ServeHTTP(w, r)
+				r.Body = orig
 				return
 			}
 			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all", 0, false)
@@ -365,7 +370,9 @@ func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch
 
 // run runs the handler of an acquired key and saves or releases it.
 func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
+	orig := r.Body
 	r.Body = &bodyReader{b: body}
+	defer func() { r.Body = orig }()
 	cw := &captureWriter{e: e, op: op, w: w, r: r, rk: rk, epoch: epoch}
 	normal := false
 	defer func() {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -38,12 +39,92 @@ type canonicalizer struct {
 	mem     []jsonMember
 	excl    [][]string
 	depth   int
+	// shapes caches, per nesting depth, the last unsorted object's keys
+	// (in document order) and the permutation that sorts them: arrays of
+	// records repeat one shape, and then sorting is a lookup.
+	shapes  [8]objShape
+	permTmp []jsonMember
+}
+
+type objShape struct {
+	keys []byte // keys in document order, each followed by 0xFF
+	perm []int32
+}
+
+func (sc *objShape) match(c *canonicalizer, ms []jsonMember) bool {
+	if len(sc.perm) != len(ms) {
+		return false
+	}
+	off := 0
+	for i := range ms {
+		k := c.keyBytes(&ms[i])
+		end := off + len(k)
+		if end >= len(sc.keys) || sc.keys[end] != 0xff || string(sc.keys[off:end]) != string(k) {
+			return false
+		}
+		off = end + 1
+	}
+	return off == len(sc.keys)
 }
 
 type jsonMember struct {
-	ks, ke int  // key bytes: keys[ks:ke] if arena, else in[ks:ke]
-	arena  bool // key was unescaped into c.keys
-	os, oe int  // the member ("key":value) in c.out
+	// pfx is the key's first 8 bytes, big-endian: for keys without bytes
+	// >= 0xEE (where UTF-8 and UTF-16 orders part), comparing pfx orders
+	// the keys unless it ties.
+	pfx    uint64
+	ks, ke int32 // key bytes: keys[ks:ke] if arena, else in[ks:ke]
+	os, oe int32 // the member ("key":value) in c.out
+	idx    int32 // position in the document (for the shape cache)
+	arena  bool  // key was unescaped into c.keys
+	slow   bool  // key has a byte >= 0xEE: compare with compareUTF16
+}
+
+func keyPrefix(k []byte) (uint64, bool) {
+	var p uint64
+	if len(k) >= 8 {
+		p = binary.BigEndian.Uint64(k)
+	} else {
+		for i := 0; i < 8; i++ {
+			p <<= 8
+			if i < len(k) {
+				p |= uint64(k[i])
+			}
+		}
+	}
+	for _, b := range k {
+		if b >= 0xee {
+			return p, true
+		}
+	}
+	return p, false
+}
+
+func (c *canonicalizer) cmpMember(a, b *jsonMember) int {
+	if a.pfx != b.pfx && !a.slow && !b.slow {
+		if a.pfx < b.pfx {
+			return -1
+		}
+		return 1
+	}
+	return compareUTF16(c.keyBytes(a), c.keyBytes(b))
+}
+
+// sortMembers sorts ms by key: insertion sort for the small objects that
+// are the common case.
+func (c *canonicalizer) sortMembers(ms []jsonMember) {
+	if len(ms) > 16 {
+		slices.SortFunc(ms, func(a, b jsonMember) int { return c.cmpMember(&a, &b) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		j := i
+		for j > 0 && c.cmpMember(&ms[j-1], &m) > 0 {
+			ms[j] = ms[j-1]
+			j--
+		}
+		ms[j] = m
+	}
 }
 
 // canonicalize appends the canonical form of in to c.out, leaving out the
@@ -121,6 +202,24 @@ func scanString(in []byte, pos int) (int, bool, error) {
 	esc := false
 	i := pos + 1
 	for i < len(in) {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character.
+		for i+8 <= len(in) {
+			v := binary.LittleEndian.Uint64(in[i:])
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			q := v ^ (ones * '"')
+			b := v ^ (ones * '\\')
+			if ((q-ones)&^q|(b-ones)&^b|(v-ones*0x20)&^v)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		for i < len(in) && strSafe[in[i]] {
+			i++
+		}
+		if i >= len(in) {
+			break
+		}
 		ch := in[i]
 		if ch == '"' {
 			return i + 1, esc, nil
@@ -294,6 +393,7 @@ func (c *canonicalizer) number(pos int) (int, error) {
 	if pos < len(in) && in[pos] == '-' {
 		pos++
 	}
+	intStart := pos
 	if pos >= len(in) {
 		return pos, errNotJSON
 	}
@@ -307,9 +407,9 @@ func (c *canonicalizer) number(pos int) (int, error) {
 		return pos, errNotJSON
 	}
 	intEnd := pos
-	simple := true
+	dot, hasExp := -1, false
 	if pos < len(in) && in[pos] == '.' {
-		simple = false
+		dot = pos
 		pos++
 		d := pos
 		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
@@ -319,8 +419,9 @@ func (c *canonicalizer) number(pos int) (int, error) {
 			return pos, errNotJSON
 		}
 	}
+	fracEnd := pos
 	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
-		simple = false
+		hasExp = true
 		pos++
 		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
 			pos++
@@ -334,17 +435,7 @@ func (c *canonicalizer) number(pos int) (int, error) {
 		}
 	}
 	lit := in[start:pos]
-	digits := intEnd - start
-	if in[start] == '-' {
-		digits--
-	}
-	if simple && digits <= 15 {
-		// An integer below 2^53 prints as itself, except -0.
-		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
-			c.out = append(c.out, '0')
-		} else {
-			c.out = append(c.out, lit...)
-		}
+	if !hasExp && c.fastNumber(in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
 		return pos, nil
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
@@ -353,6 +444,47 @@ func (c *canonicalizer) number(pos int) (int, error) {
 	}
 	c.out = appendES6Number(c.out, f)
 	return pos, nil
+}
+
+// fastNumber writes the canonical form of a number without exponent that
+// has at most 15 significant digits and is not below 1e-6: such a decimal
+// is exactly the shortest representation of its double, so ECMAScript
+// prints its own digits (trailing fraction zeros and a -0 sign dropped).
+func (c *canonicalizer) fastNumber(sign, intPart []byte, dot, fracEnd int) bool {
+	var frac []byte
+	if dot >= 0 {
+		frac = c.in[dot+1 : fracEnd]
+		for len(frac) > 0 && frac[len(frac)-1] == '0' {
+			frac = frac[:len(frac)-1]
+		}
+	}
+	if len(intPart) == 1 && intPart[0] == '0' {
+		if len(frac) == 0 {
+			c.out = append(c.out, '0')
+			return true
+		}
+		lz := 0
+		for lz < len(frac) && frac[lz] == '0' {
+			lz++
+		}
+		if len(frac)-lz > 15 || lz >= 6 {
+			return false
+		}
+		c.out = append(c.out, sign...)
+		c.out = append(c.out, '0', '.')
+		c.out = append(c.out, frac...)
+		return true
+	}
+	if len(intPart)+len(frac) > 15 {
+		return false
+	}
+	c.out = append(c.out, sign...)
+	c.out = append(c.out, intPart...)
+	if len(frac) > 0 {
+		c.out = append(c.out, '.')
+		c.out = append(c.out, frac...)
+	}
+	return true
 }
 
 // appendES6Number formats f as ECMAScript's Number.prototype.toString
@@ -429,12 +561,19 @@ func (c *canonicalizer) keyBytes(m *jsonMember) []byte {
 	return c.in[m.ks:m.ke]
 }
 
+// strSafe marks the bytes that a JSON string holds as they are.
+var strSafe = func() (t [256]bool) {
+	for i := 0x20; i < 256; i++ {
+		t[i] = i != '"' && i != '\\'
+	}
+	return t
+}()
+
 func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	c.depth++
 	if c.depth > maxJSONDepth {
 		return pos, errNotJSON
 	}
-	defer func() { c.depth-- }()
 	in := c.in
 	pos++
 	c.out = append(c.out, '{')
@@ -444,6 +583,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == '}' {
 		c.out = append(c.out, '}')
+		c.depth--
 		return pos + 1, nil
 	}
 	sorted := true
@@ -457,15 +597,16 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		if err != nil {
 			return end, err
 		}
-		m := jsonMember{ks: pos + 1, ke: end - 1}
+		m := jsonMember{ks: int32(pos + 1), ke: int32(end - 1)}
 		if esc {
 			ks := len(c.keys)
 			c.keys, err = unescapeJSON(c.keys, in[pos+1:end-1], false)
 			if err != nil {
 				return end, err
 			}
-			m = jsonMember{ks: ks, ke: len(c.keys), arena: true}
+			m = jsonMember{ks: int32(ks), ke: int32(len(c.keys)), arena: true}
 		}
+		m.pfx, m.slow = keyPrefix(c.keyBytes(&m))
 		pos = skipWS(in, end)
 		if pos >= len(in) || in[pos] != ':' {
 			return pos, errNotJSON
@@ -481,23 +622,45 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.out = append(c.out, ',')
 			comma = 1
 		}
-		m.os = len(c.out)
-		if m.arena {
+		m.os = int32(len(c.out))
+		switch {
+		case m.arena:
 			c.out = appendCanonString(c.out, c.keys[m.ks:m.ke])
-		} else {
+			c.out = append(c.out, ':')
+		case int(m.ke)+2 == pos:
+			// "key": with no space: copy the key and the colon at once.
+			c.out = append(c.out, in[m.ks-1:pos]...)
+		default:
 			c.out = append(c.out, in[m.ks-1:m.ke+1]...)
+			c.out = append(c.out, ':')
 		}
-		c.out = append(c.out, ':')
-		pos, err = c.value(pos, child, pdepth+1)
-		if err != nil {
-			return pos, err
+		if pos < len(in) && in[pos] == '"' {
+			// A string value, inline.
+			vend, vesc, err := scanString(in, pos)
+			if err != nil {
+				return vend, err
+			}
+			if vesc {
+				_, err = c.str(pos)
+				if err != nil {
+					return vend, err
+				}
+			} else {
+				c.out = append(c.out, in[pos:vend]...)
+			}
+			pos = vend
+		} else {
+			pos, err = c.value(pos, child, pdepth+1)
+			if err != nil {
+				return pos, err
+			}
 		}
-		m.oe = len(c.out)
+		m.oe = int32(len(c.out))
 		if skip {
-			c.out = c.out[:m.os-comma]
+			c.out = c.out[:int(m.os)-comma]
 		} else {
 			if count > 0 && sorted {
-				switch cmp := compareUTF16(c.keyBytes(&c.mem[len(c.mem)-1]), c.keyBytes(&m)); {
+				switch cmp := c.cmpMember(&c.mem[len(c.mem)-1], &m); {
 				case cmp == 0:
 					return pos, errNotJSON // duplicate key
 				case cmp > 0:
@@ -523,10 +686,39 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	}
 	if !sorted {
 		ms := c.mem[base:]
-		slices.SortFunc(ms, func(a, b jsonMember) int { return compareUTF16(c.keyBytes(&a), c.keyBytes(&b)) })
-		for i := 1; i < len(ms); i++ {
-			if compareUTF16(c.keyBytes(&ms[i-1]), c.keyBytes(&ms[i])) == 0 {
-				return pos, errNotJSON
+		var sc *objShape
+		if c.depth < len(c.shapes) {
+			sc = &c.shapes[c.depth]
+		}
+		if sc != nil && sc.match(c, ms) {
+			c.permTmp = append(c.permTmp[:0], ms...)
+			for i, j := range sc.perm {
+				ms[i] = c.permTmp[j]
+			}
+		} else {
+			if sc != nil {
+				sc.keys = sc.keys[:0]
+				for i := range ms {
+					sc.keys = append(sc.keys, c.keyBytes(&ms[i])...)
+					sc.keys = append(sc.keys, 0xff)
+					ms[i].idx = int32(i)
+				}
+			}
+			c.sortMembers(ms)
+			for i := 1; i < len(ms); i++ {
+				if c.cmpMember(&ms[i-1], &ms[i]) == 0 {
+					if sc != nil {
+						sc.perm = sc.perm[:0]
+						sc.keys = sc.keys[:0]
+					}
+					return pos, errNotJSON
+				}
+			}
+			if sc != nil {
+				sc.perm = sc.perm[:0]
+				for i := range ms {
+					sc.perm = append(sc.perm, ms[i].idx)
+				}
 			}
 		}
 		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
@@ -535,12 +727,13 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			if i > 0 {
 				c.out = append(c.out, ',')
 			}
-			c.out = append(c.out, c.scratch[m.os-objStart:m.oe-objStart]...)
+			c.out = append(c.out, c.scratch[int(m.os)-objStart:int(m.oe)-objStart]...)
 		}
 	}
 	c.out = append(c.out, '}')
 	c.mem = c.mem[:base]
 	c.keys = c.keys[:keysBase]
+	c.depth--
 	return pos, nil
 }
 
@@ -567,13 +760,13 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 	if c.depth > maxJSONDepth {
 		return pos, errNotJSON
 	}
-	defer func() { c.depth-- }()
 	in := c.in
 	pos++
 	c.out = append(c.out, '[')
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == ']' {
 		c.out = append(c.out, ']')
+		c.depth--
 		return pos + 1, nil
 	}
 	count := 0
@@ -610,6 +803,7 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		c.out = append(c.out, ']')
+		c.depth--
 		return pos + 1, nil
 	}
 }

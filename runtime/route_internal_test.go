@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -59,5 +61,53 @@ func TestRouteMatchDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("match allocates %v times", allocs)
+	}
+}
+
+// The fast number path agrees with ParseFloat + ECMAScript formatting.
+func TestFastNumberMatchesSlowPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(lit string) {
+		c := &canonicalizer{in: []byte(lit)}
+		if _, err := c.number(0); err != nil {
+			t.Fatalf("number(%q): %v", lit, err)
+		}
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := string(appendES6Number(nil, f)); string(c.out) != want {
+			t.Fatalf("number(%q) = %q, want %q", lit, c.out, want)
+		}
+	}
+	for _, lit := range []string{"0", "-0", "0.0", "-0.000", "1.50", "100", "100.0", "0.000001", "0.0000001", "0.00000123", "123456789012345", "1234567890123456", "999999999999999.9", "0.1", "-2.5", "12.3450"} {
+		check(lit)
+	}
+	for i := 0; i < 200000; i++ {
+		var b []byte
+		if r.IntN(4) == 0 {
+			b = append(b, '-')
+		}
+		ni := r.IntN(18)
+		if ni == 0 {
+			b = append(b, '0')
+		} else {
+			b = append(b, byte('1'+r.IntN(9)))
+			for j := 1; j < ni; j++ {
+				b = append(b, byte('0'+r.IntN(10)))
+			}
+		}
+		if r.IntN(3) > 0 {
+			b = append(b, '.')
+			nf := 1 + r.IntN(18)
+			for j := 0; j < nf; j++ {
+				d := byte('0' + r.IntN(10))
+				if r.IntN(3) == 0 {
+					d = '0'
+				}
+				b = append(b, d)
+			}
+		}
+		check(string(b))
 	}
 }
