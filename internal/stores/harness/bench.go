@@ -1,0 +1,97 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// Clients is the number of concurrent clients of the benchmarks.
+const Clients = 16
+
+// Baseline is the plain SQL the store benchmarks are compared with, on the
+// same pool: a single-row INSERT of a new primary key, and a SELECT by
+// primary key of one of Preloaded rows.
+type Baseline struct {
+	Insert    func(ctx context.Context, id string) error
+	Select    func(ctx context.Context, id string) error
+	Preloaded func(i int) string
+	Rows      int
+}
+
+// parallel runs fn from Clients goroutines and reports requests per second.
+func parallel(b *testing.B, fn func(ctx context.Context, i int64) error) {
+	b.Helper()
+	var n atomic.Int64
+	ctx := context.Background()
+	// RunParallel starts parallelism * GOMAXPROCS goroutines.
+	b.SetParallelism(max(1, (Clients+procs()-1)/procs()))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := fn(ctx, n.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// Bench runs the wrapper over st for new keys and for replays, next to
+// the plain INSERT and primary-key SELECT of base.
+func Bench(b *testing.B, st idemrt.Store, base Baseline) {
+	run := fmt.Sprintf("b%d", time.Now().UnixNano())
+	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
+	h, err := idemrt.Wrap(idemrt.Options{Store: st}, policy(false, time.Minute), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	serve := func(key string) error {
+		r := httptest.NewRequest(http.MethodPost, "/charges", strings.NewReader(`{"amount":100}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
+			return fmt.Errorf("status %d: %s", w.Code, w.Body)
+		}
+		return nil
+	}
+	const replayKeys = 1000
+	for i := range replayKeys {
+		if err := serve(fmt.Sprintf("%s-replay-%d", run, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("PlainInsert", func(b *testing.B) {
+		sub := fmt.Sprintf("%s-%d", run, time.Now().UnixNano())
+		parallel(b, func(ctx context.Context, i int64) error { return base.Insert(ctx, fmt.Sprintf("%s-%d", sub, i)) })
+	})
+	b.Run("WrapperNewKey", func(b *testing.B) {
+		sub := fmt.Sprintf("%s-%d", run, time.Now().UnixNano())
+		parallel(b, func(ctx context.Context, i int64) error { return serve(fmt.Sprintf("%s-new-%d", sub, i)) })
+	})
+	b.Run("PrimaryKeySelect", func(b *testing.B) {
+		parallel(b, func(ctx context.Context, i int64) error { return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows)))) })
+	})
+	b.Run("WrapperReplay", func(b *testing.B) {
+		parallel(b, func(ctx context.Context, i int64) error {
+			return serve(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
+		})
+	})
+}
+
+func procs() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,47 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/stores/harness"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BenchmarkStore: 16 concurrent clients through the wrapper (new keys,
+// replays) and plain SQL on the same pool of 16 connections.
+//
+//	go test ./internal/stores/postgres -run '^$' -bench Store -benchtime 5s
+func BenchmarkStore(b *testing.B) {
+	db := newTestDB(b)
+	pool := db.pool(b, func(c *pgxpool.Config) { c.MaxConns = harness.Clients })
+	ctx := context.Background()
+	st, err := NewStore(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
+	const rows = 1000
+	preloaded := func(i int) string { return fmt.Sprintf("pre-%d", i) }
+	for i := range rows {
+		if _, err := pool.Exec(ctx, "INSERT INTO plain (id, body) VALUES ($1, $2)", preloaded(i), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	harness.Bench(b, st, harness.Baseline{
+		Insert: func(ctx context.Context, id string) error {
+			_, err := pool.Exec(ctx, "INSERT INTO plain (id, body) VALUES ($1, $2)", id, body)
+			return err
+		},
+		Select: func(ctx context.Context, id string) error {
+			var got []byte
+			return pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&got)
+		},
+		Preloaded: preloaded,
+		Rows:      rows,
+	})
+}
