@@ -85,7 +85,9 @@ func Bench(b *testing.B, st idemrt.Store, base Baseline) {
 		parallel(b, func(ctx context.Context, i int64) error { return serve(fmt.Sprintf("%s-new-%d", sub, i)) })
 	})
 	b.Run("PrimaryKeySelect", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, i int64) error { return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows)))) })
+		parallel(b, func(ctx context.Context, i int64) error {
+			return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows))))
+		})
 	})
 	b.Run("WrapperReplay", func(b *testing.B) {
 		parallel(b, func(ctx context.Context, i int64) error {
