@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -78,8 +79,8 @@ func version() string {
 }
 
 type genFlags struct {
-	spec, out, pkg, dialect, table string
-	store, check                   bool
+	spec, out, pkg, dialect, table, annotate string
+	store, check                             bool
 }
 
 func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
@@ -92,6 +93,7 @@ func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 	fs.StringVar(&g.dialect, "dialect", "", "the key store's SQL dialect: postgres, sqlite or mysql")
 	fs.StringVar(&g.table, "table", generator.DefaultTable, "the key table's name")
 	fs.BoolVar(&g.store, "store", true, "generate the SQL schema and key store (false: policies and middleware only)")
+	fs.StringVar(&g.annotate, "annotate-mutating", "", "annotate every POST, PUT, PATCH and DELETE operation that has no x-idempotent with this\nannotation: true, or a JSON object such as '{\"principal\":\"anonymous\"}' (for specs you cannot edit)")
 	fs.BoolVar(&g.check, "check", false, "write nothing; list stale, missing and extra idemgen_* files and exit 1 if any")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]\n\n"+
@@ -142,6 +144,14 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		Dialect:   g.dialect,
 		Table:     g.table,
 		SkipStore: !g.store,
+	}
+	if g.annotate != "" {
+		if g.annotate == "true" {
+			cfg.AnnotateMutating = map[string]any{}
+		} else if err := json.Unmarshal([]byte(g.annotate), &cfg.AnnotateMutating); err != nil || cfg.AnnotateMutating == nil {
+			fmt.Fprintf(stderr, "idemgen generate: -annotate-mutating: want true or a JSON object, got %q\n", g.annotate)
+			return exitUsage
+		}
 	}
 	if g.spec == "-" {
 		data, err := io.ReadAll(stdin)

@@ -138,3 +138,25 @@ func TestSpecFromStdin(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestAnnotateMutating(t *testing.T) {
+	bare := strings.Replace(spec, "      x-idempotent: true\n", "", 1)
+	dir := t.TempDir()
+	specPath := writeSpec(t, dir, bare)
+	out := filepath.Join(dir, "out")
+	code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-package", "api", "-store=false",
+		"-annotate-mutating", `{"principal":"anonymous","ttl":"1h"}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	src, _ := os.ReadFile(filepath.Join(out, "idemgen_policies.go"))
+	if !bytes.Contains(src, []byte("var CreateOrderPolicy")) || !bytes.Contains(src, []byte("time.Hour")) {
+		t.Errorf("the overlay was not applied:\n%s", src)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-annotate-mutating", "[1]"); code != 2 || !strings.Contains(errs, "-annotate-mutating") {
+		t.Errorf("bad overlay: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-annotate-mutating", `{"tll":"1h"}`); code != 1 || !strings.Contains(errs, `unknown field "tll"`) {
+		t.Errorf("overlay with a bad field: exit %d, stderr %q", code, errs)
+	}
+}
