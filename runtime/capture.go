@@ -219,7 +219,7 @@ func (cw *captureWriter) writeBuffered(status int) {
 		}
 	}
 	cw.w.WriteHeader(status)
-	if len(cw.buf) > 0 && bodyAllowed(status) {
+	if len(cw.buf) > 0 && bodyAllowed(status) && cw.r.Method != http.MethodHead {
 		_, _ = cw.w.Write(cw.buf)
 	}
 }

@@ -276,6 +276,11 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			case <-t.C:
 			}
 			t.Stop()
+			if ctx.Err() != nil {
+				// The client went away while waiting.
+				writeProblem(w, http.StatusConflict, ProblemInProgress, "a request with this key is in progress; retry later", retrySeconds(res.LeaseRemaining), false)
+				return
+			}
 		default:
 			e.storeError(ctx, w, op, rk, errors.New("store returned an unknown claim state "+res.State.String()), "claim")
 			return

@@ -58,12 +58,14 @@ var DefaultSave = SaveRule{Classes: Class2xx | Class4xx}
 type Policy struct {
 	// OperationID names the spec operation (for logs, events and problems).
 	OperationID string
-	// Method and Route identify the operation: the HTTP method and the path
-	// template with the server base path, e.g. "/v1/charges/{id}".
+	// Method and Route identify the operation: the HTTP method and the
+	// spec's path template, e.g. "/charges/{id}". The fingerprint hashes
+	// Route as written here.
 	Method string
 	Route  string
 	// BasePaths are the servers' base paths the route is served under
-	// (e.g. "/v1"); empty means the route is matched as it is.
+	// (e.g. "/v1"): requests are matched against base path + Route for each
+	// of them. Empty means the route is matched as it is.
 	BasePaths []string
 
 	// Scope is the key namespace (default: the operation id).
