@@ -206,7 +206,7 @@ func skipScalar(t []byte, i int) int {
 			}
 			i++
 		}
-		return i + 1
+		return min(i+1, len(t))
 	}
 	for i < len(t) {
 		switch t[i] {

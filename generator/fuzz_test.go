@@ -1,0 +1,55 @@
+package generator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/testutil"
+)
+
+// FuzzGenerate feeds mutated documents to Generate: it must return files
+// or an error, never panic, and its errors must be Diagnostics (a spec
+// problem) since the configuration is fixed and valid.
+//
+//	go test ./generator -run '^$' -fuzz FuzzGenerate -fuzztime 60s
+func FuzzGenerate(f *testing.F) {
+	f.Add([]byte(minimal))
+	for _, pattern := range []string{"golden/*/openapi.*", "golden/errors/*.txtar"} {
+		files, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), pattern))
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		res, err := Generate(context.Background(), Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", SkipStore: true})
+		if err != nil {
+			var ds Diagnostics
+			if !errors.As(err, &ds) || len(ds) == 0 {
+				t.Fatalf("error is not Diagnostics: %v", err)
+			}
+			for _, d := range ds {
+				if d.Pos.File != "openapi.yaml" || d.Msg == "" {
+					t.Fatalf("diagnostic without a place or a message: %+v", d)
+				}
+			}
+			return
+		}
+		if len(res.Files[PoliciesFile]) == 0 {
+			t.Fatal("no policies file")
+		}
+	})
+}
+
+func TestLocateNeverPanics(t *testing.T) {
+	src := newSource("s", []byte(`x: {"a: 1`))
+	src.find(Pos{File: "s", Line: 1, Col: 1}, "a", "b")
+	src = newSource("s", []byte("x:\n  'a"))
+	src.find(Pos{File: "s", Line: 1, Col: 1}, "a")
+	src.find(Pos{File: "s", Line: 9, Col: 1}, "a")
+	src.find(Pos{File: "s", Line: 1, Col: 99}, "a")
+}
