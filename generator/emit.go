@@ -3,6 +3,7 @@ package generator
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"strings"
 	"time"
 
@@ -81,7 +82,48 @@ func emitPolicies(m *Model) ([]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", PoliciesFile, err)
 	}
-	return append([]byte(header), buf.Bytes()...), nil
+	return groupImports(append([]byte(header), buf.Bytes()...))
+}
+
+// groupImports puts the standard library's imports in a group of their
+// own before the others, as goimports does (jennifer sorts them all in one
+// group by path).
+func groupImports(src []byte) ([]byte, error) {
+	start := bytes.Index(src, []byte("\nimport (\n"))
+	if start < 0 {
+		return src, nil
+	}
+	start += len("\nimport (\n")
+	end := bytes.Index(src[start:], []byte("\n)\n"))
+	if end < 0 {
+		return src, nil
+	}
+	end += start
+	var std, other []string
+	for _, line := range strings.Split(string(src[start:end]), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		path := line[strings.IndexByte(line, '"')+1:]
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	block := strings.Join(std, "\n")
+	if len(std) > 0 && len(other) > 0 {
+		block += "\n\n"
+	}
+	block += strings.Join(other, "\n")
+	out := append([]byte{}, src[:start]...)
+	out = append(out, block...)
+	out = append(out, src[end:]...)
+	formatted, err := format.Source(out)
+	if err != nil {
+		return nil, fmt.Errorf("formatting %s: %w", PoliciesFile, err)
+	}
+	return formatted, nil
 }
 
 // opTitle names the spec operation in doc comments.

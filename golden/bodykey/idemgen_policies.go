@@ -6,8 +6,9 @@
 package bodykey
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // CreateSubscriptionPolicy is the idempotency policy of POST /subscriptions (operationId createSubscription).

@@ -6,8 +6,9 @@
 package fieldskey
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // CreateShipmentPolicy is the idempotency policy of POST /shipments (operationId createShipment).

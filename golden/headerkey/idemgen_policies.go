@@ -6,9 +6,10 @@
 package headerkey
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // CreateChargePolicy is the idempotency policy of POST /charges (operationId create-charge).

@@ -49,6 +49,17 @@ SELECT true,
        0, '\x'::bytea, '\x'::bytea, false
 FROM ins i;
 
+-- name: Lookup :one
+-- Lookup reads the record of a key and whether it is live (unexpired, and
+-- completed or within its lease) on the database's clock. A replay or a
+-- conflict costs this one read; Claim runs only when it finds no live record.
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > now() AND (k.state = 2 OR k.lease_until > now()))::boolean AS live,
+       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idempotency_keys k
+WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
+
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced).

@@ -157,6 +157,55 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const lookup = `-- name: Lookup :one
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > now() AND (k.state = 2 OR k.lease_until > now()))::boolean AS live,
+       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idempotency_keys k
+WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+`
+
+type LookupParams struct {
+	Scope     string
+	Principal []byte
+	IdemKey   string
+}
+
+type LookupRow struct {
+	State              int16
+	Epoch              int64
+	Fingerprint        []byte
+	FingerprintVersion int32
+	Live               bool
+	LeaseRemainingMs   int64
+	Status             int32
+	Headers            []byte
+	Body               []byte
+	Tombstone          bool
+}
+
+// Lookup reads the record of a key and whether it is live (unexpired, and
+// completed or within its lease) on the database's clock. A replay or a
+// conflict costs this one read; Claim runs only when it finds no live record.
+func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	var i LookupRow
+	err := row.Scan(
+		&i.State,
+		&i.Epoch,
+		&i.Fingerprint,
+		&i.FingerprintVersion,
+		&i.Live,
+		&i.LeaseRemainingMs,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.Tombstone,
+	)
+	return i, err
+}
+
 const markProcessed = `-- name: MarkProcessed :execrows
 INSERT INTO idempotency_keys_processed (consumer, message_id)
 VALUES ($1, $2)

@@ -6,9 +6,10 @@
 package querykey
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // OrdersCreatePolicy is the idempotency policy of POST /orders (operationId orders.create).

@@ -6,9 +6,10 @@
 package webhooks31
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // PaymentSucceededPolicy is the idempotency policy of the webhook paymentSucceeded (POST) (operationId payment-succeeded).
