@@ -52,6 +52,15 @@ func emitPolicies(m *Model) ([]byte, error) {
 	f.Comment("Middleware returns net/http middleware that matches each request to its")
 	f.Comment("operation by method and path template and applies the operation's policy.")
 	f.Comment("Requests of other routes pass through untouched.")
+	var auth []string
+	for _, o := range routed {
+		if o.Principal == PrincipalAuth {
+			auth = append(auth, o.GoName)
+		}
+	}
+	if len(auth) > 0 {
+		f.Comment("It fails unless opts.Principal is set: the principal of " + joinNames(auth) + " is auth.")
+	}
 	if len(unrouted) > 0 {
 		f.Comment("Webhooks and callbacks have no route of their own: wrap their handlers")
 		f.Comment("with their Wrap functions instead.")
@@ -124,6 +133,19 @@ func groupImports(src []byte) ([]byte, error) {
 		return nil, fmt.Errorf("formatting %s: %w", PoliciesFile, err)
 	}
 	return formatted, nil
+}
+
+// joinNames lists names for a comment: "A", "A and B", "A, B and 3 more".
+func joinNames(names []string) string {
+	switch {
+	case len(names) == 1:
+		return names[0]
+	case len(names) == 2:
+		return names[0] + " and " + names[1]
+	case len(names) <= 4:
+		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	return fmt.Sprintf("%s, %s and %d more", names[0], names[1], len(names)-2)
 }
 
 // opTitle names the spec operation in doc comments.

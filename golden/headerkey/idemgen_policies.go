@@ -72,6 +72,7 @@ func Policies() []*idemrt.Policy {
 // Middleware returns net/http middleware that matches each request to its
 // operation by method and path template and applies the operation's policy.
 // Requests of other routes pass through untouched.
+// It fails unless opts.Principal is set: the principal of CreateCharge is auth.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 	return idemrt.NewMiddleware(
 		opts,
