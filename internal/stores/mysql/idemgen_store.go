@@ -61,7 +61,8 @@ type Store struct {
 
 var _ idemrt.TxStore = (*Store)(nil)
 
-// NewStore returns a store over db. It refuses a server or session that is
+// NewStore returns a store over db, whose schema must be applied (see
+// ApplySchema): it prepares its statements. It refuses a server or session that is
 // read-only (read_only, super_read_only, innodb_read_only,
 // transaction_read_only): claims must be made on the primary. It also
 // refuses a DSN with clientFoundRows=true, under which the claim cannot
@@ -90,8 +91,15 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkFoundRows(ctx, db); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, q: New(db)}, nil
+	q, err := Prepare(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	return &Store{db: db, q: q}, nil
 }
+
+// Close releases the store's prepared statements (not db).
+func (s *Store) Close() error { return s.q.Close() }
 
 func checkPrimary(vars map[string]string) error {
 	for _, name := range []string{"read_only", "super_read_only", "innodb_read_only", "tx_read_only", "transaction_read_only"} {
@@ -271,17 +279,18 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: begin: %w", err)
 	}
-	return &storeTx{tx: tx}, nil
+	return &storeTx{tx: tx, q: s.q.WithTx(tx)}, nil
 }
 
 type storeTx struct {
 	tx *sql.Tx
+	q  *Queries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, New(t.tx), c)
+	return completeWith(ctx, t.q, c)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit() }

@@ -141,6 +141,12 @@ func TestNewStoreRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	if _, err := NewStore(ctx, conn); err == nil || !strings.Contains(err.Error(), "apply the schema first") {
+		t.Errorf("NewStore before the schema: %v, want an error saying to apply it", err)
+	}
+	if err := ApplySchema(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := NewStore(ctx, conn); err != nil {
 		t.Fatalf("NewStore: %v", err)
 	}

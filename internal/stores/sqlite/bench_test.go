@@ -1,0 +1,48 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/stores/harness"
+)
+
+// BenchmarkStore: 16 concurrent clients through the wrapper (new keys,
+// replays) and plain SQL on the same database handle (16 connections).
+//
+//	go test ./internal/stores/sqlite -run '^$' -bench Store -benchtime 5s
+func BenchmarkStore(b *testing.B) {
+	db := newTestDB(b)
+	conn := db.open(b)
+	conn.SetMaxOpenConns(harness.Clients)
+	conn.SetMaxIdleConns(harness.Clients)
+	ctx := context.Background()
+	st, err := NewStore(ctx, conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE plain (id TEXT PRIMARY KEY, body BLOB NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
+	const rows = 1000
+	preloaded := func(i int) string { return fmt.Sprintf("pre-%d", i) }
+	for i := range rows {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)", preloaded(i), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	harness.Bench(b, st, harness.Baseline{
+		Insert: func(ctx context.Context, id string) error {
+			_, err := conn.ExecContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)", id, body)
+			return err
+		},
+		Select: func(ctx context.Context, id string) error {
+			var got []byte
+			return conn.QueryRowContext(ctx, "SELECT body FROM plain WHERE id = ?", id).Scan(&got)
+		},
+		Preloaded: preloaded,
+		Rows:      rows,
+	})
+}
