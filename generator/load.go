@@ -375,15 +375,14 @@ func (b *builder) operation(r *opRef) *Operation {
 
 	// Defaults first, then the operation's own fields.
 	var ttlPos, leasePos Pos
+	var key *keySpec
 	for _, layer := range []*annotation{b.defaults, a} {
 		if layer == nil {
 			continue
 		}
 		if k := layer.key; k != nil {
+			key = k
 			o.Key, o.KeyName, o.KeyFields = k.source, k.name, k.fields
-			if k.source == KeyFields {
-				b.checkFields(r, o, k)
-			}
 		}
 		if layer.required != nil {
 			o.Optional = !*layer.required
@@ -422,8 +421,13 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Transactional = *layer.transactional
 		}
 	}
-	if o.Key == KeyFields && (b.defaults == nil || b.defaults.key == nil || a.key != nil) {
-		// checked above
+	if key != nil && key.source == KeyFields {
+		if key == b.defaultsKey() {
+			// The place to report is the operation, which lacks the
+			// default's fields.
+			key = &keySpec{source: KeyFields, fields: key.fields, fieldsPos: base}
+		}
+		b.checkFields(r, o, key)
 	}
 	if o.Scope == o.ID {
 		o.Scope = ""
@@ -446,6 +450,13 @@ func (b *builder) operation(r *opRef) *Operation {
 		return nil
 	}
 	return o
+}
+
+func (b *builder) defaultsKey() *keySpec {
+	if b.defaults == nil {
+		return nil
+	}
+	return b.defaults.key
 }
 
 // cmpPos picks the first known of the positions.
