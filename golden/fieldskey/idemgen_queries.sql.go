@@ -57,7 +57,7 @@ type ClaimParams struct {
 // over (LAST_INSERT_ID() = new epoch * 2 + 1 if an in-progress record was
 // taken over, else new epoch * 2), 0 the record is live (read it).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (sql.Result, error) {
-	return q.db.ExecContext(ctx, claim,
+	return q.exec(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -97,7 +97,7 @@ type CompleteParams struct {
 // Complete saves the result of the attempt holding epoch; 0 rows means the
 // record moved on (fenced).
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -144,7 +144,7 @@ type LookupRow struct {
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock.
 func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
-	row := q.db.QueryRowContext(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i LookupRow
 	err := row.Scan(
 		&i.State,
@@ -175,7 +175,7 @@ type MarkProcessedParams struct {
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
 // here: both columns are binary and their length is checked before.
 func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markProcessed, arg.Consumer, arg.MessageID)
+	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
 	}
@@ -198,7 +198,7 @@ type ReleaseParams struct {
 // Release deletes the in-progress record held at epoch; 0 rows means the
 // record moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, release,
+	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -219,7 +219,7 @@ LIMIT ?
 
 // Sweep deletes up to batch expired records, oldest first.
 func (q *Queries) Sweep(ctx context.Context, limit int32) (int64, error) {
-	result, err := q.db.ExecContext(ctx, sweep, limit)
+	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
 	if err != nil {
 		return 0, err
 	}

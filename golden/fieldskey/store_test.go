@@ -50,6 +50,7 @@ func TestWithGeneratedMySQLStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
 	c := &behave.Counter{Status: http.StatusCreated}
 	mw, err := Middleware(idemrt.Options{Store: store})
 	if err != nil {

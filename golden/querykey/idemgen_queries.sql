@@ -1,11 +1,11 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
 -- database's clock. Reads are cheap in SQLite: a replay costs this one read.
-SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
-       CAST(expires_at > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS unexpired,
-       CAST(lease_until > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS lease_live,
-       CAST(lease_until - (julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS lease_remaining_ms
-FROM order_keys
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body, k.tombstone,
+       CAST(k.expires_at > c.now_ms AS BOOLEAN) AS unexpired,
+       CAST(k.lease_until > c.now_ms AS BOOLEAN) AS lease_live,
+       CAST(k.lease_until - c.now_ms AS INTEGER) AS lease_remaining_ms
+FROM order_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 
 -- name: Acquire :one

@@ -47,7 +47,8 @@ type Store struct {
 
 var _ idemrt.TxStore = (*Store)(nil)
 
-// NewStore returns a store over db. It switches the database to WAL mode
+// NewStore returns a store over db, whose schema must be applied (see
+// ApplySchema): it prepares its statements. It switches the database to WAL mode
 // (readers then never wait for the writer), and refuses a connection
 // without a busy timeout, on which concurrent writers would fail with
 // SQLITE_BUSY instead of waiting their turn.
@@ -73,8 +74,15 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if busy <= 0 {
 		return nil, errors.New("idempotency store: SQLite busy_timeout is 0, so concurrent writers would fail at once; open the database with a busy timeout on every connection (modernc.org/sqlite: _pragma=busy_timeout(5000) in the DSN)")
 	}
-	return &Store{db: db, q: New(db)}, nil
+	q, err := Prepare(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	return &Store{db: db, q: q}, nil
 }
+
+// Close releases the store's prepared statements (not db).
+func (s *Store) Close() error { return s.q.Close() }
 
 func versionAtLeast(v string, major, minor int) bool {
 	var a, b int
@@ -198,17 +206,18 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: begin: %w", err)
 	}
-	return &storeTx{tx: tx}, nil
+	return &storeTx{tx: tx, q: s.q.WithTx(tx)}, nil
 }
 
 type storeTx struct {
 	tx *sql.Tx
+	q  *Queries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, New(t.tx), c)
+	return completeWith(ctx, t.q, c)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit() }

@@ -30,6 +30,7 @@ func TestWithGeneratedSQLiteStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
 	c := &behave.Counter{Status: http.StatusCreated}
 	mw, err := Middleware(idemrt.Options{Store: store})
 	if err != nil {
