@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
@@ -198,33 +197,5 @@ func TestBenchDocsAreJSON(t *testing.T) {
 		if err != nil || bytes.Equal(c, doc) {
 			t.Fatalf("the benchmark doc must need reordering: %v", err)
 		}
-	}
-}
-
-// BenchmarkFingerprintRatio alternates canonical fingerprinting and raw
-// SHA-256 of the same document and reports their throughput ratio
-// ("canon/raw", 0.25 = a quarter of raw SHA-256), which holds steady on a
-// busy machine where the separate MB/s figures do not.
-func BenchmarkFingerprintRatio(b *testing.B) {
-	for _, size := range []int{1 << 10, 64 << 10} {
-		doc := jsonDoc(size)
-		b.Run(strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
-			var canonNS, rawNS int64
-			const inner = 8
-			for b.Loop() {
-				t0 := time.Now()
-				for i := 0; i < inner; i++ {
-					_, _ = idemrt.Fingerprint("POST", "/orders", nil, "application/json", doc, nil, nil)
-				}
-				t1 := time.Now()
-				for i := 0; i < inner; i++ {
-					_ = sha256.Sum256(doc)
-				}
-				t2 := time.Now()
-				canonNS += t1.Sub(t0).Nanoseconds()
-				rawNS += t2.Sub(t1).Nanoseconds()
-			}
-			b.ReportMetric(float64(rawNS)/float64(canonNS), "canon/raw")
-		})
 	}
 }

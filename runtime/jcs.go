@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -42,8 +43,7 @@ type canonicalizer struct {
 	// shapes caches, per nesting depth, the last unsorted object's keys
 	// (in document order) and the permutation that sorts them: arrays of
 	// records repeat one shape, and then sorting is a lookup.
-	shapes  [8]objShape
-	permTmp []jsonMember
+	shapes [8]objShape
 }
 
 type objShape struct {
@@ -112,6 +112,9 @@ func (c *canonicalizer) cmpMember(a, b *jsonMember) int {
 // sortMembers sorts ms by key: insertion sort for the small objects that
 // are the common case.
 func (c *canonicalizer) sortMembers(ms []jsonMember) {
+	for i := range ms {
+		ms[i].pfx, ms[i].slow = keyPrefix(c.keyBytes(&ms[i]))
+	}
 	if len(ms) > 16 {
 		slices.SortFunc(ms, func(a, b jsonMember) int { return c.cmpMember(&a, &b) })
 		return
@@ -188,6 +191,40 @@ func (c *canonicalizer) value(pos int, mask uint64, pdepth int) (int, error) {
 	}
 }
 
+// inlineValue is value with the common cases first and no extra call for
+// strings.
+func (c *canonicalizer) inlineValue(pos int, mask uint64, pdepth int) (int, error) {
+	in := c.in
+	if pos < len(in) && in[pos] <= ' ' {
+		pos = skipWS(in, pos)
+	}
+	if pos >= len(in) {
+		return pos, errNotJSON
+	}
+	switch ch := in[pos]; {
+	case ch == '"':
+		end, esc, err := scanString(in, pos)
+		if err != nil {
+			return end, err
+		}
+		if !esc {
+			c.out = append(c.out, in[pos:end]...)
+			return end, nil
+		}
+		c.out = append(c.out, '"')
+		c.out, err = unescapeJSON(c.out, in[pos+1:end-1], true)
+		c.out = append(c.out, '"')
+		return end, err
+	case ch == '-' || (ch >= '0' && ch <= '9'):
+		return c.number(pos)
+	case ch == '{':
+		return c.object(pos, mask, pdepth)
+	case ch == '[':
+		return c.array(pos, mask, pdepth)
+	}
+	return c.value(pos, mask, pdepth)
+}
+
 func (c *canonicalizer) literal(pos int, lit string) (int, error) {
 	if len(c.in)-pos < len(lit) || string(c.in[pos:pos+len(lit)]) != lit {
 		return pos, errNotJSON
@@ -201,40 +238,40 @@ func (c *canonicalizer) literal(pos int, lit string) (int, error) {
 func scanString(in []byte, pos int) (int, bool, error) {
 	esc := false
 	i := pos + 1
-	for i < len(in) {
-		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character.
+	for {
+		// Eight bytes at a time: the lowest flagged byte of the SWAR test is
+		// exactly the first quote, backslash or control character.
+		found := false
 		for i+8 <= len(in) {
 			v := binary.LittleEndian.Uint64(in[i:])
 			const ones, highs = 0x0101010101010101, 0x8080808080808080
 			q := v ^ (ones * '"')
 			b := v ^ (ones * '\\')
-			if ((q-ones)&^q|(b-ones)&^b|(v-ones*0x20)&^v)&highs != 0 {
+			if m := ((q-ones)&^q | (b-ones)&^b | (v-ones*0x20)&^v) & highs; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				found = true
 				break
 			}
 			i += 8
 		}
-		for i < len(in) && strSafe[in[i]] {
-			i++
+		if !found {
+			for i < len(in) && strSafe[in[i]] {
+				i++
+			}
+			if i >= len(in) {
+				return i, false, errNotJSON
+			}
 		}
-		if i >= len(in) {
-			break
-		}
-		ch := in[i]
-		if ch == '"' {
+		switch in[i] {
+		case '"':
 			return i + 1, esc, nil
-		}
-		if ch == '\\' {
+		case '\\':
 			esc = true
 			i += 2
-			continue
-		}
-		if ch < 0x20 {
+		default:
 			return i, false, errNotJSON
 		}
-		i++
 	}
-	return i, false, errNotJSON
 }
 
 func (c *canonicalizer) str(pos int) (int, error) {
@@ -589,25 +626,32 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	sorted := true
 	count := 0
 	for {
-		pos = skipWS(in, pos)
+		if pos < len(in) && in[pos] != '"' {
+			pos = skipWS(in, pos)
+		}
 		if pos >= len(in) || in[pos] != '"' {
 			return pos, errNotJSON
 		}
+		kq := pos
 		end, esc, err := scanString(in, pos)
 		if err != nil {
 			return end, err
 		}
-		m := jsonMember{ks: int32(pos + 1), ke: int32(end - 1)}
+		ks, ke := kq+1, end-1
+		key := in[ks:ke]
 		if esc {
-			ks := len(c.keys)
-			c.keys, err = unescapeJSON(c.keys, in[pos+1:end-1], false)
+			ks = len(c.keys)
+			c.keys, err = unescapeJSON(c.keys, in[kq+1:end-1], false)
 			if err != nil {
 				return end, err
 			}
-			m = jsonMember{ks: int32(ks), ke: int32(len(c.keys)), arena: true}
+			ke = len(c.keys)
+			key = c.keys[ks:ke]
 		}
-		m.pfx, m.slow = keyPrefix(c.keyBytes(&m))
-		pos = skipWS(in, end)
+		pos = end
+		if pos < len(in) && in[pos] != ':' {
+			pos = skipWS(in, pos)
+		}
 		if pos >= len(in) || in[pos] != ':' {
 			return pos, errNotJSON
 		}
@@ -615,59 +659,61 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		var child uint64
 		skip := false
 		if mask != 0 {
-			child, skip = c.exclStep(mask, pdepth, c.keyBytes(&m))
+			child, skip = c.exclStep(mask, pdepth, key)
 		}
 		comma := 0
 		if count > 0 {
-			c.out = append(c.out, ',')
 			comma = 1
 		}
-		m.os = int32(len(c.out))
+		var os int
 		switch {
-		case m.arena:
-			c.out = appendCanonString(c.out, c.keys[m.ks:m.ke])
-			c.out = append(c.out, ':')
-		case int(m.ke)+2 == pos:
-			// "key": with no space: copy the key and the colon at once.
-			c.out = append(c.out, in[m.ks-1:pos]...)
-		default:
-			c.out = append(c.out, in[m.ks-1:m.ke+1]...)
-			c.out = append(c.out, ':')
-		}
-		if pos < len(in) && in[pos] == '"' {
-			// A string value, inline.
-			vend, vesc, err := scanString(in, pos)
-			if err != nil {
-				return vend, err
-			}
-			if vesc {
-				_, err = c.str(pos)
-				if err != nil {
-					return vend, err
-				}
+		case !esc && end+1 == pos:
+			// Compact "key": (and its comma) copied at once.
+			if comma == 1 && in[kq-1] == ',' {
+				c.out = append(c.out, in[kq-1:pos]...)
+				os = len(c.out) - (pos - kq)
 			} else {
-				c.out = append(c.out, in[pos:vend]...)
+				if comma == 1 {
+					c.out = append(c.out, ',')
+				}
+				os = len(c.out)
+				c.out = append(c.out, in[kq:pos]...)
 			}
-			pos = vend
-		} else {
-			pos, err = c.value(pos, child, pdepth+1)
-			if err != nil {
-				return pos, err
+		default:
+			if comma == 1 {
+				c.out = append(c.out, ',')
 			}
+			os = len(c.out)
+			if esc {
+				c.out = appendCanonString(c.out, c.keys[ks:ke])
+			} else {
+				c.out = append(c.out, in[kq:end]...)
+			}
+			c.out = append(c.out, ':')
 		}
-		m.oe = int32(len(c.out))
+		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
+			return pos, err
+		}
 		if skip {
-			c.out = c.out[:int(m.os)-comma]
+			c.out = c.out[:os-comma]
 		} else {
+			n := len(c.mem)
 			if count > 0 && sorted {
-				switch cmp := c.cmpMember(&c.mem[len(c.mem)-1], &m); {
+				switch cmp := compareUTF16(c.keyBytes(&c.mem[n-1]), key); {
 				case cmp == 0:
 					return pos, errNotJSON // duplicate key
 				case cmp > 0:
 					sorted = false
 				}
 			}
-			c.mem = append(c.mem, m)
+			if n < cap(c.mem) {
+				c.mem = c.mem[:n+1]
+			} else {
+				c.mem = append(c.mem, jsonMember{})
+			}
+			mp := &c.mem[n]
+			mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(len(c.out))
+			mp.arena = esc
 			count++
 		}
 		pos = skipWS(in, pos)
@@ -690,11 +736,9 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		if c.depth < len(c.shapes) {
 			sc = &c.shapes[c.depth]
 		}
+		var perm []int32 // nil: ms itself is sorted
 		if sc != nil && sc.match(c, ms) {
-			c.permTmp = append(c.permTmp[:0], ms...)
-			for i, j := range sc.perm {
-				ms[i] = c.permTmp[j]
-			}
+			perm = sc.perm
 		} else {
 			if sc != nil {
 				sc.keys = sc.keys[:0]
@@ -722,13 +766,20 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			}
 		}
 		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
-		c.out = c.out[:objStart]
-		for i, m := range ms {
-			if i > 0 {
-				c.out = append(c.out, ',')
+		out := c.out
+		o := objStart
+		for i := range ms {
+			m := &ms[i]
+			if perm != nil {
+				m = &ms[perm[i]]
 			}
-			c.out = append(c.out, c.scratch[int(m.os)-objStart:int(m.oe)-objStart]...)
+			if i > 0 {
+				out[o] = ','
+				o++
+			}
+			o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
 		}
+		c.out = out[:o]
 	}
 	c.out = append(c.out, '}')
 	c.mem = c.mem[:base]
@@ -782,7 +833,7 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			c.out = append(c.out, ',')
 		}
 		var err error
-		pos, err = c.value(pos, child, pdepth+1)
+		pos, err = c.inlineValue(pos, child, pdepth+1)
 		if err != nil {
 			return pos, err
 		}
