@@ -4,6 +4,7 @@ package runtime_test
 
 import (
 	"crypto/sha256"
+	"net/http"
 	goruntime "runtime"
 	"strconv"
 	"syscall"
@@ -57,4 +58,48 @@ func BenchmarkFingerprintRatio(b *testing.B) {
 			b.ReportMetric(raw.Seconds()/canon.Seconds(), "canon/raw")
 		})
 	}
+}
+
+// BenchmarkReplayOverhead alternates the bare handler and a replay through
+// the middleware (memory store) on one locked thread and reports each on
+// the thread's CPU clock, and their difference: the replay overhead.
+func BenchmarkReplayOverhead(b *testing.B) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore()}, benchPolicy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := benchHandler()
+	wrapped := mw(benchHandler())
+	r, body := benchRequest("replayed-key")
+	w := &benchWriter{h: http.Header{}}
+	wrapped.ServeHTTP(w, r)
+	const inner = 256
+	var bareT, replayT time.Duration
+	var n int
+	for b.Loop() {
+		t0 := threadCPU()
+		for i := 0; i < inner; i++ {
+			body.off = 0
+			w.reset()
+			bare.ServeHTTP(w, r)
+		}
+		t1 := threadCPU()
+		for i := 0; i < inner; i++ {
+			body.off = 0
+			w.reset()
+			wrapped.ServeHTTP(w, r)
+		}
+		t2 := threadCPU()
+		if w.code != http.StatusCreated {
+			b.Fatalf("status %d", w.code)
+		}
+		bareT += t1 - t0
+		replayT += t2 - t1
+		n += inner
+	}
+	b.ReportMetric(float64(bareT.Nanoseconds())/float64(n), "bare-cpu-ns/op")
+	b.ReportMetric(float64(replayT.Nanoseconds())/float64(n), "replay-cpu-ns/op")
+	b.ReportMetric(float64((replayT-bareT).Nanoseconds())/float64(n), "overhead-cpu-ns/op")
 }
