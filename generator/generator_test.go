@@ -259,3 +259,16 @@ func TestEmitValues(t *testing.T) {
 		t.Errorf("model %+v", o)
 	}
 }
+
+func TestNotOpenAPI3(t *testing.T) {
+	for _, spec := range []string{
+		"swagger: '2.0'\ninfo: {title: t, version: '1'}\npaths: {}\n",
+		"openapi: 2.5.0\ninfo: {title: t, version: '1'}\npaths: {}\n",
+	} {
+		_, err := gen(t, spec)
+		var ds Diagnostics
+		if !errors.As(err, &ds) || !strings.Contains(err.Error(), "not an OpenAPI 3.0 or 3.1 document") {
+			t.Errorf("%q: got %v", spec, err)
+		}
+	}
+}

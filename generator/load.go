@@ -53,6 +53,14 @@ func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Mod
 		return nil, false, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
 	}
 	b := &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		// A Swagger 2.0 document (or any other) decodes to an empty one.
+		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
+		if doc.OpenAPI == "" {
+			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
+		}
+		return nil, false, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}
+	}
 	b.run()
 	if err := b.d.err(); err != nil {
 		return nil, true, err
