@@ -195,3 +195,8 @@ func TestPrimaryOnly(t *testing.T) {
 		t.Errorf("primary refused: %v", err)
 	}
 }
+
+func TestFencedAcrossRelease(t *testing.T) {
+	db := newTestDB(t)
+	harness.FencedAcrossRelease(t, db.store(t))
+}

@@ -192,3 +192,8 @@ func TestPrimaryOnly(t *testing.T) {
 }
 
 var _ = pgx.ErrNoRows
+
+func TestFencedAcrossRelease(t *testing.T) {
+	db := newTestDB(t)
+	harness.FencedAcrossRelease(t, db.store(t))
+}

@@ -155,3 +155,8 @@ func TestNewStoreRefuses(t *testing.T) {
 		t.Errorf("journal mode %q, %v; want wal", mode, err)
 	}
 }
+
+func TestFencedAcrossRelease(t *testing.T) {
+	db := newTestDB(t)
+	harness.FencedAcrossRelease(t, db.store(t))
+}
