@@ -3,6 +3,7 @@ package runtime
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,6 +45,11 @@ func (cw *captureWriter) Header() http.Header { return cw.w.Header() }
 func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.w }
 
 func (cw *captureWriter) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		// As net/http does, but inside the handler, so that the key is
+		// released rather than an unwritable status saved.
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
 	if cw.status != 0 || cw.mode == modeHijacked {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -425,5 +426,40 @@ func TestHandlerReadsBody(t *testing.T) {
 	do(srv, req{key: "k", body: `{"hello":"world"}`})
 	if got != `{"hello":"world"}` {
 		t.Fatalf("handler read %q", got)
+	}
+}
+
+func TestInvalidStatusReleases(t *testing.T) {
+	h := &counting{}
+	h.fn = func(w http.ResponseWriter, r *http.Request) {
+		if h.calls.Load() == 1 {
+			w.WriteHeader(42)
+		}
+		w.WriteHeader(201)
+	}
+	srv := wrap(t, idemrt.Options{}, policy(), h)
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "invalid WriteHeader code 42") {
+				t.Fatalf("recovered %v", p)
+			}
+		}()
+		do(srv, req{key: "k", body: `{}`})
+	}()
+	if w := do(srv, req{key: "k", body: `{}`}); w.Code != 201 {
+		t.Fatalf("after an invalid status: %d, want the key released and run again", w.Code)
+	}
+}
+
+func TestHeadAndNoContentHaveNoBody(t *testing.T) {
+	h := &counting{fn: func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(204)
+		_, _ = io.WriteString(w, "ignored")
+	}}
+	srv := wrap(t, idemrt.Options{}, policy(), h)
+	for i := 0; i < 2; i++ {
+		if w := do(srv, req{key: "k", body: `{}`}); w.Code != 204 || w.Body.Len() != 0 {
+			t.Fatalf("run %d: %d %q", i, w.Code, w.Body)
+		}
 	}
 }
