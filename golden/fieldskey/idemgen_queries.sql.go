@@ -21,7 +21,7 @@ VALUES (
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND,
     0, '', '', FALSE)
 ON DUPLICATE KEY UPDATE
-    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
+    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
                      VALUES(claim_token), claim_token),
     epoch = IF(claim_token = VALUES(claim_token),
                LAST_INSERT_ID((epoch + 1) * 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 2,
@@ -48,8 +48,8 @@ type ClaimParams struct {
 	TtlUs              interface{}
 }
 
-// Claim inserts the record of a new key, or takes over one that is expired
-// or in progress with an ended lease, in one statement. MySQL applies the
+// Claim inserts the record of a new key, or takes over one that is expired,
+// released, or in progress with an ended lease, in one statement. MySQL applies the
 // assignments left to right, each seeing the ones before it, so the first
 // one decides: it stores this attempt's random claim_token only when the
 // record may be taken, and every later assignment tests that token instead
@@ -183,7 +183,8 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_keys
+UPDATE idempotency_keys
+SET state = 3, lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), headers = '', body = ''
 WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
@@ -195,8 +196,9 @@ type ReleaseParams struct {
 	Epoch     int64
 }
 
-// Release deletes the in-progress record held at epoch; 0 rows means the
-// record moved on (fenced).
+// Release gives up the in-progress record held at epoch (state 3: claims
+// treat it as absent and continue its epoch); 0 rows means the record
+// moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,

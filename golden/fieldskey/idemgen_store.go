@@ -171,7 +171,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if err == nil && cur.Unexpired && (cur.State == stateCompleted || cur.LeaseRemainingUs > 0) {
+		if err == nil && cur.Unexpired && (cur.State == stateCompleted || (cur.State == stateInProgress && cur.LeaseRemainingUs > 0)) {
 			return record{
 				state:              int64(cur.State),
 				epoch:              cur.Epoch,
@@ -245,7 +245,9 @@ func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	return nil
 }
 
-// Release deletes the in-progress record held at epoch.
+// Release gives up the in-progress record held at epoch: the key may run
+// again, and the next claim continues the epoch, so that a worker fenced
+// out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	if err := checkRecordKey(key); err != nil {
 		return err

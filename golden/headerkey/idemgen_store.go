@@ -170,7 +170,9 @@ func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	return nil
 }
 
-// Release deletes the in-progress record held at epoch.
+// Release gives up the in-progress record held at epoch: the key may run
+// again, and the next claim continues the epoch, so that a worker fenced
+// out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	if err := checkRecordKey(key); err != nil {
 		return err

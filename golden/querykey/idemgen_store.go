@@ -92,7 +92,7 @@ func versionAtLeast(v string, major, minor int) bool {
 	return a > major || (a == major && b >= minor)
 }
 
-// Claim reads the record and, when it is absent, expired or in progress
+// Claim reads the record and, when it is absent, expired, released or in progress
 // with an ended lease, claims it with one upsert whose conflict clause
 // re-checks those conditions under the write lock.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
@@ -107,7 +107,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case row.Unexpired && (row.State == stateCompleted || row.LeaseLive):
+		case row.Unexpired && (row.State == stateCompleted || (row.State == stateInProgress && row.LeaseLive)):
 			return record{
 				state:              row.State,
 				epoch:              row.Epoch,
@@ -172,7 +172,9 @@ func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	return nil
 }
 
-// Release deletes the in-progress record held at epoch.
+// Release gives up the in-progress record held at epoch: the key may run
+// again, and the next claim continues the epoch, so that a worker fenced
+// out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	if err := checkRecordKey(key); err != nil {
 		return err

@@ -31,6 +31,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     body = x'',
     tombstone = FALSE
 WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+   OR state = 3
    OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
 RETURNING epoch
 `
@@ -45,8 +46,8 @@ type AcquireParams struct {
 	TtlMs              int64
 }
 
-// Acquire claims a key that is absent, expired, or in progress with an
-// ended lease, in one statement: the conflict clause re-checks the record
+// Acquire claims a key that is absent, expired, released, or in progress
+// with an ended lease, in one statement: the conflict clause re-checks the record
 // under SQLite's write lock. No row means another attempt holds the key.
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.queryRow(ctx, q.acquireStmt, acquire,
@@ -180,7 +181,11 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_keys
+UPDATE idempotency_keys
+SET state = 3,
+    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    headers = x'',
+    body = x''
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
   AND epoch = ?4 AND state = 1
 `
@@ -192,8 +197,9 @@ type ReleaseParams struct {
 	Epoch     int64
 }
 
-// Release deletes the in-progress record held at epoch; 0 rows means the
-// record moved on (fenced).
+// Release gives up the in-progress record held at epoch (state 3: claims
+// treat it as absent and continue its epoch); 0 rows means the record
+// moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
