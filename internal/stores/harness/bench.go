@@ -106,6 +106,19 @@ func Bench(b *testing.B, st idemrt.Store, base Baseline) {
 			return serve(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
 		})
 	})
+	b.Run("StoreReplay", func(b *testing.B) {
+		// The store alone: Claim of a completed key, no wrapper.
+		parallel(b, func(ctx context.Context, i int64) error {
+			res, err := st.Claim(ctx, idemrt.ClaimRequest{
+				RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: fmt.Sprintf("%s-replay-%d", run, i%replayKeys)},
+				Lease:     time.Minute, TTL: time.Hour,
+			})
+			if err == nil && res.State != idemrt.Completed {
+				err = fmt.Errorf("claim of a completed key: %v", res.State)
+			}
+			return err
+		})
+	})
 	b.Run("WrapperReplayMemoryStore", func(b *testing.B) {
 		mem := server(b, idemrt.NewMemoryStore())
 		for i := range replayKeys {
