@@ -29,6 +29,9 @@ type builder struct {
 	d        diags
 	defaults *annotation
 	ops      []*Operation
+	// unannotated are the mutating operations under paths without any
+	// x-idempotent (not even false), for Lint.
+	unannotated []Diagnostic
 }
 
 func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
@@ -38,28 +41,16 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
 	// problem to place. A document that does not load is placed from its
 	// text, without origins.
 	m, loaded, err := buildWith(ctx, cfg, data, false)
-	if err != nil && loaded {
+	if err != nil && loaded && ctx.Err() == nil {
 		m, _, err = buildWith(ctx, cfg, data, true)
 	}
 	return m, err
 }
 
 func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Model, bool, error) {
-	loader := openapi3.NewLoader()
-	loader.IncludeOrigin = origins
-	loader.Context = ctx
-	doc, err := loadDoc(loader, data, cfg.Spec)
+	b, err := load(ctx, cfg, data, origins)
 	if err != nil {
-		return nil, false, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
-	}
-	b := &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}
-	if !strings.HasPrefix(doc.OpenAPI, "3.") {
-		// A Swagger 2.0 document (or any other) decodes to an empty one.
-		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
-		if doc.OpenAPI == "" {
-			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
-		}
-		return nil, false, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}
+		return nil, false, err
 	}
 	b.run()
 	if err := b.d.err(); err != nil {
@@ -67,6 +58,27 @@ func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Mod
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
 	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, true, nil
+}
+
+// load loads the document and returns a builder for it; its errors are
+// Diagnostics.
+func load(ctx context.Context, cfg Config, data []byte, origins bool) (*builder, error) {
+	loader := openapi3.NewLoader()
+	loader.IncludeOrigin = origins
+	loader.Context = ctx
+	doc, err := loadDoc(loader, data, cfg.Spec)
+	if err != nil {
+		return nil, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		// A Swagger 2.0 document (or any other) decodes to an empty one.
+		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
+		if doc.OpenAPI == "" {
+			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
+		}
+		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}
+	}
+	return &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}, nil
 }
 
 var refInError = regexp.MustCompile(`"(#/[^"]+)"`)
@@ -332,6 +344,10 @@ func (b *builder) operation(r *opRef) *Operation {
 	}
 	raw, ok := r.op.Extensions[extOp]
 	base := b.fieldPos(r.op.Origin, extOp)
+	if !ok && r.kind == InPaths && mutating(r.method) {
+		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.keyPos(r.op.Origin), Msg: fmt.Sprintf(
+			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature", describeRef(r)+opIDSuffix(r.op.OperationID))})
+	}
 	if !ok {
 		if b.cfg.AnnotateMutating == nil || r.kind != InPaths || !mutating(r.method) {
 			return nil
@@ -647,6 +663,13 @@ func describeRef(r *opRef) string {
 		return fmt.Sprintf("callback %s %s %s", r.callback, r.method, r.path)
 	}
 	return r.method + " " + r.path
+}
+
+func opIDSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (" + id + ")"
 }
 
 func describeOp(o *Operation) string {

@@ -30,6 +30,7 @@ from the x-idempotent annotations of an OpenAPI 3.0 or 3.1 document.
 
 Usage:
   idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]
+  idemgen lint -spec FILE
   idemgen version
   idemgen help
 
@@ -43,7 +44,12 @@ Every file idemgen writes is named idemgen_*; files of that name it no
 longer emits are removed. With -check nothing is written: the stale,
 missing and extra files are listed and the exit code is 1.
 
-Exit codes: 0 ok, 1 spec or generation errors (or stale files), 2 usage.
+lint lists the POST, PUT, PATCH and DELETE operations that carry no
+x-idempotent (x-idempotent: false marks one as deliberately unprotected),
+and every problem generate would report.
+
+Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
+findings), 2 usage.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -54,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "generate", "gen":
 		return runGenerate(ctx, args[1:], stdin, stdout, stderr)
+	case "lint":
+		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", version())
 		return exitOK
@@ -275,4 +283,50 @@ func write(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("idemgen lint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: idemgen lint -spec FILE\n\nExample:\n  idemgen lint -spec api/openapi.yaml\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *spec == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "idemgen lint: want -spec FILE and nothing else")
+		fs.Usage()
+		return exitUsage
+	}
+	cfg := generator.Config{Spec: *spec}
+	if *spec == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "idemgen lint: reading standard input: %v\n", err)
+			return exitError
+		}
+		cfg.Spec, cfg.SpecData = "<stdin>", data
+	}
+	ds, err := generator.Lint(ctx, cfg)
+	var loadErrs generator.Diagnostics
+	switch {
+	case errors.As(err, &loadErrs):
+		ds = loadErrs
+	case err != nil:
+		fmt.Fprintf(stderr, "idemgen lint: %v\n", err)
+		return exitError
+	}
+	for _, d := range ds {
+		fmt.Fprintln(stdout, d)
+	}
+	if len(ds) > 0 {
+		return exitError
+	}
+	return exitOK
 }

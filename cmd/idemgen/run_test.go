@@ -160,3 +160,43 @@ func TestAnnotateMutating(t *testing.T) {
 		t.Errorf("overlay with a bad field: exit %d, stderr %q", code, errs)
 	}
 }
+
+func TestLint(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeSpec(t, dir, `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      x-idempotent: {ttl: 1h}
+      responses: {"200": {description: ok}}
+    get:
+      responses: {"200": {description: ok}}
+  /orders/{id}:
+    put:
+      operationId: replaceOrder
+      x-idempotent: false
+      responses: {"200": {description: ok}}
+    delete:
+      operationId: deleteOrder
+      responses: {"200": {description: ok}}
+    patch:
+      x-idempotent: {ttl: soon}
+      responses: {"200": {description: ok}}
+`)
+	code, out, errs := runCLI(t, "", "lint", "-spec", "openapi.yaml")
+	want := "openapi.yaml:16:5: operation DELETE /orders/{id} (deleteOrder) is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature\n" +
+		"openapi.yaml:20:22: x-idempotent.ttl: \"soon\" is not a duration (want e.g. 24h)\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, out, want, errs)
+	}
+	writeSpec(t, dir, spec)
+	if code, out, _ := runCLI(t, "", "lint", "-spec", "openapi.yaml"); code != 0 || out != "" {
+		t.Errorf("clean spec: exit %d, stdout %q", code, out)
+	}
+	if code, _, _ := runCLI(t, "", "lint"); code != 2 {
+		t.Errorf("lint without -spec: exit %d", code)
+	}
+}
