@@ -314,10 +314,20 @@ func (e *engine) storeError(ctx context.Context, w http.ResponseWriter, op *oper
 // replay writes a saved response.
 func replay(w http.ResponseWriter, r *http.Request, resp *SavedResponse) {
 	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = vs[:len(vs):len(vs)]
+	// One backing array for every value (the store's slices may be shared,
+	// and code after us may write into a header's values).
+	n := 1
+	for _, vs := range resp.Header {
+		n += len(vs)
 	}
-	h["Idempotent-Replayed"] = []string{"true"}
+	vals := make([]string, 0, n)
+	for k, vs := range resp.Header {
+		start := len(vals)
+		vals = append(vals, vs...)
+		h[k] = vals[start:len(vals):len(vals)]
+	}
+	vals = append(vals, "true")
+	h["Idempotent-Replayed"] = vals[n-1 : n : n]
 	w.WriteHeader(resp.Status)
 	if len(resp.Body) > 0 && bodyAllowed(resp.Status) && r.Method != http.MethodHead {
 		_, _ = w.Write(resp.Body)

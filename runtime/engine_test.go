@@ -463,3 +463,28 @@ func TestHeadAndNoContentHaveNoBody(t *testing.T) {
 		}
 	}
 }
+
+// Code after the middleware that writes into a replayed header's values
+// must not change the saved response.
+func TestReplayHeadersAreCopies(t *testing.T) {
+	h := &counting{}
+	inner := wrap(t, idemrt.Options{}, policy(), h)
+	mutating := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		if vs := rec.Header()["Location"]; len(vs) > 0 {
+			vs[0] = "/tampered"
+		}
+		rec.Header()["Link"] = append(rec.Header()["Link"], "<x>; rel=extra")
+		w.WriteHeader(rec.Code)
+	})
+	do(mutating, req{key: "k", body: `{}`})
+	do(mutating, req{key: "k", body: `{}`})
+	w := do(inner, req{key: "k", body: `{}`})
+	if got := w.Header().Get("Location"); got != "/orders/42" {
+		t.Fatalf("saved Location changed to %q", got)
+	}
+	if got := w.Header().Values("Link"); len(got) != 2 {
+		t.Fatalf("saved Link changed to %q", got)
+	}
+}
