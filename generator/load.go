@@ -116,7 +116,8 @@ func loadDoc(loader *openapi3.Loader, data []byte, name string) (doc *openapi3.T
 	return loader.LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(name)})
 }
 
-// pos returns the position of a field of an element with origin o.
+// fieldPos returns the position of a field of an element with origin o,
+// else of the element, else of the file.
 func (b *builder) fieldPos(o *openapi3.Origin, field string) Pos {
 	if o == nil {
 		return Pos{File: b.cfg.Spec}
