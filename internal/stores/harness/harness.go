@@ -221,7 +221,6 @@ func Storm(t *testing.T, b *Backend, stores []idemrt.Store, n int) {
 // visible only with the completion, a failing handler's write is rolled back
 // and its key released, and a replay does not write again.
 func Transactional(t *testing.T, b *Backend) {
-	ctx := context.Background()
 	t.Run("VisibleOnlyWithCompletion", func(t *testing.T) {
 		key := UniqueKey(t, "tx")
 		var runs atomic.Int64
@@ -303,7 +302,6 @@ func Transactional(t *testing.T, b *Backend) {
 			t.Errorf("%d effect rows, want 1", got)
 		}
 	})
-	_ = ctx
 }
 
 // Consumer delivers one message from n goroutines at once (each its own
