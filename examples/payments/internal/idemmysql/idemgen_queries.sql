@@ -1,6 +1,6 @@
 -- name: Claim :execresult
--- Claim inserts the record of a new key, or takes over one that is expired
--- or in progress with an ended lease, in one statement. MySQL applies the
+-- Claim inserts the record of a new key, or takes over one that is expired,
+-- released, or in progress with an ended lease, in one statement. MySQL applies the
 -- assignments left to right, each seeing the ones before it, so the first
 -- one decides: it stores this attempt's random claim_token only when the
 -- record may be taken, and every later assignment tests that token instead
@@ -17,7 +17,7 @@ VALUES (
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
     0, '', '', FALSE)
 ON DUPLICATE KEY UPDATE
-    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
+    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
                      VALUES(claim_token), claim_token),
     epoch = IF(claim_token = VALUES(claim_token),
                LAST_INSERT_ID((epoch + 1) * 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 2,
@@ -56,9 +56,11 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Release :execrows
--- Release deletes the in-progress record held at epoch; 0 rows means the
--- record moved on (fenced).
-DELETE FROM idempotency_keys
+-- Release gives up the in-progress record held at epoch (state 3: claims
+-- treat it as absent and continue its epoch); 0 rows means the record
+-- moved on (fenced).
+UPDATE idempotency_keys
+SET state = 3, lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), headers = '', body = ''
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 

@@ -21,7 +21,7 @@ VALUES (
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND,
     0, '', '', FALSE)
 ON DUPLICATE KEY UPDATE
-    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
+    claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
                      VALUES(claim_token), claim_token),
     epoch = IF(claim_token = VALUES(claim_token),
                LAST_INSERT_ID((epoch + 1) * 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 2,
@@ -48,8 +48,8 @@ type ClaimParams struct {
 	TtlUs              interface{}
 }
 
-// Claim inserts the record of a new key, or takes over one that is expired
-// or in progress with an ended lease, in one statement. MySQL applies the
+// Claim inserts the record of a new key, or takes over one that is expired,
+// released, or in progress with an ended lease, in one statement. MySQL applies the
 // assignments left to right, each seeing the ones before it, so the first
 // one decides: it stores this attempt's random claim_token only when the
 // record may be taken, and every later assignment tests that token instead
@@ -57,7 +57,7 @@ type ClaimParams struct {
 // over (LAST_INSERT_ID() = new epoch * 2 + 1 if an in-progress record was
 // taken over, else new epoch * 2), 0 the record is live (read it).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (sql.Result, error) {
-	return q.db.ExecContext(ctx, claim,
+	return q.exec(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -97,7 +97,7 @@ type CompleteParams struct {
 // Complete saves the result of the attempt holding epoch; 0 rows means the
 // record moved on (fenced).
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -144,7 +144,7 @@ type LookupRow struct {
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock.
 func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
-	row := q.db.QueryRowContext(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i LookupRow
 	err := row.Scan(
 		&i.State,
@@ -175,7 +175,7 @@ type MarkProcessedParams struct {
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
 // here: both columns are binary and their length is checked before.
 func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markProcessed, arg.Consumer, arg.MessageID)
+	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
 	}
@@ -183,7 +183,8 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_keys
+UPDATE idempotency_keys
+SET state = 3, lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), headers = '', body = ''
 WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
@@ -195,10 +196,11 @@ type ReleaseParams struct {
 	Epoch     int64
 }
 
-// Release deletes the in-progress record held at epoch; 0 rows means the
-// record moved on (fenced).
+// Release gives up the in-progress record held at epoch (state 3: claims
+// treat it as absent and continue its epoch); 0 rows means the record
+// moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, release,
+	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -219,7 +221,7 @@ LIMIT ?
 
 // Sweep deletes up to batch expired records, oldest first.
 func (q *Queries) Sweep(ctx context.Context, limit int32) (int64, error) {
-	result, err := q.db.ExecContext(ctx, sweep, limit)
+	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
 	if err != nil {
 		return 0, err
 	}

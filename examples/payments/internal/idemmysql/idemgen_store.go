@@ -52,9 +52,8 @@ func stripComments(stmt string) string {
 // idempotency_keys. It implements idemrt.TxStore. Lease and expiry are decided
 // in SQL on the database's clock, in UTC.
 //
-// Round trips: a first request costs one for the claim and one for the
-// completion; a replay or a conflict costs two (the claim finds the record
-// live and changes nothing, then a read).
+// Round trips: a first request costs three (a read that finds no live
+// record, the claim, the completion); a replay or a conflict costs one read.
 type Store struct {
 	db *sql.DB
 	q  *Queries
@@ -62,7 +61,8 @@ type Store struct {
 
 var _ idemrt.TxStore = (*Store)(nil)
 
-// NewStore returns a store over db. It refuses a server or session that is
+// NewStore returns a store over db, whose schema must be applied (see
+// ApplySchema): it prepares its statements. It refuses a server or session that is
 // read-only (read_only, super_read_only, innodb_read_only,
 // transaction_read_only): claims must be made on the primary. It also
 // refuses a DSN with clientFoundRows=true, under which the claim cannot
@@ -91,8 +91,15 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkFoundRows(ctx, db); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, q: New(db)}, nil
+	q, err := Prepare(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	return &Store{db: db, q: q}, nil
 }
+
+// Close releases the store's prepared statements (not db).
+func (s *Store) Close() error { return s.q.Close() }
 
 func checkPrimary(vars map[string]string) error {
 	for _, name := range []string{"read_only", "super_read_only", "innodb_read_only", "tx_read_only", "transaction_read_only"} {
@@ -136,7 +143,10 @@ func checkFoundRows(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Claim claims req's key with one upsert, or reports the live record.
+// Claim reports the live record of req's key, or claims the key. The read
+// comes first because it is the cheapest statement (a replay or a conflict
+// costs only that, and takes no lock); the claim itself is one atomic
+// upsert that re-checks everything under the row's lock.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
@@ -155,7 +165,25 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		LeaseUs:            durationUnits(req.Lease, time.Microsecond),
 		TtlUs:              durationUnits(req.TTL, time.Microsecond),
 	}
+	lookup := LookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey}
 	for range maxClaimAttempts {
+		cur, err := s.q.Lookup(ctx, lookup)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+		}
+		if err == nil && cur.Unexpired && (cur.State == stateCompleted || (cur.State == stateInProgress && cur.LeaseRemainingUs > 0)) {
+			return record{
+				state:              int64(cur.State),
+				epoch:              cur.Epoch,
+				fingerprint:        cur.Fingerprint,
+				fingerprintVersion: int64(cur.FingerprintVersion),
+				leaseRemaining:     time.Duration(cur.LeaseRemainingUs) * time.Microsecond,
+				status:             int64(cur.Status),
+				headers:            cur.Headers,
+				body:               cur.Body,
+				tombstone:          cur.Tombstone,
+			}.result()
+		}
 		res, err := s.q.Claim(ctx, arg)
 		if isDeadlock(err) {
 			continue // InnoDB chose this upsert as a deadlock victim: nothing was written
@@ -177,27 +205,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 			}
 			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 2, TakenOver: id%2 == 1}, nil
 		}
-		row, err := s.q.Lookup(ctx, LookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey})
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // released or swept since the upsert
-		}
-		if err != nil {
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		}
-		if !row.Unexpired || (row.State == stateInProgress && row.LeaseRemainingUs <= 0) {
-			continue // its lease or life ended since the upsert
-		}
-		return record{
-			state:              int64(row.State),
-			epoch:              row.Epoch,
-			fingerprint:        row.Fingerprint,
-			fingerprintVersion: int64(row.FingerprintVersion),
-			leaseRemaining:     time.Duration(row.LeaseRemainingUs) * time.Microsecond,
-			status:             int64(row.Status),
-			headers:            row.Headers,
-			body:               row.Body,
-			tombstone:          row.Tombstone,
-		}.result()
+		// 0: another attempt made the record live since the read; read it.
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
@@ -237,7 +245,9 @@ func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	return nil
 }
 
-// Release deletes the in-progress record held at epoch.
+// Release gives up the in-progress record held at epoch: the key may run
+// again, and the next claim continues the epoch, so that a worker fenced
+// out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	if err := checkRecordKey(key); err != nil {
 		return err
@@ -271,17 +281,18 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: begin: %w", err)
 	}
-	return &storeTx{tx: tx}, nil
+	return &storeTx{tx: tx, q: s.q.WithTx(tx)}, nil
 }
 
 type storeTx struct {
 	tx *sql.Tx
+	q  *Queries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, New(t.tx), c)
+	return completeWith(ctx, t.q, c)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit() }

@@ -17,6 +17,9 @@ import (
 const (
 	stateInProgress = 1
 	stateCompleted  = 2
+	// stateReleased: given up by its owner; absent to claims, kept until
+	// it expires so that the next claim continues its epoch.
+	stateReleased = 3
 )
 
 // maxField is the longest scope, key, consumer name or message id, in bytes,

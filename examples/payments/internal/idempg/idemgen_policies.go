@@ -6,9 +6,10 @@
 package idempg
 
 import (
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"net/http"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // CreateChargePolicy is the idempotency policy of POST /v1/charges (operationId createCharge).
@@ -61,6 +62,7 @@ func Policies() []*idemrt.Policy {
 // Middleware returns net/http middleware that matches each request to its
 // operation by method and path template and applies the operation's policy.
 // Requests of other routes pass through untouched.
+// It fails unless opts.Principal is set: the principal of CreateCharge and CreateRefund is auth.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 	return idemrt.NewMiddleware(
 		opts,

@@ -1,6 +1,6 @@
 -- name: Claim :one
--- Claim looks the key up and, when it is absent, expired, or in progress
--- with an ended lease, claims it, in one statement. A live record is
+-- Claim looks the key up and, when it is absent, expired, released, or in
+-- progress with an ended lease, claims it, in one statement. A live record is
 -- returned as it is (acquired = false) and nothing is written. No row means
 -- a concurrent claim committed after this statement's snapshot: run it again.
 WITH existing AS (
@@ -18,7 +18,7 @@ WITH existing AS (
            0, '\x'::bytea, '\x'::bytea, false
     WHERE NOT EXISTS (
         SELECT 1 FROM existing e
-        WHERE e.expires_at > now() AND (e.state = 2 OR e.lease_until > now()))
+        WHERE e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now())))
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -30,7 +30,7 @@ WITH existing AS (
         headers = '\x'::bytea,
         body = '\x'::bytea,
         tombstone = false
-    WHERE t.expires_at <= now() OR (t.state = 1 AND t.lease_until <= now())
+    WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
     RETURNING t.state, t.epoch, t.fingerprint, t.fingerprint_version
 )
 SELECT false AS acquired,
@@ -40,7 +40,7 @@ SELECT false AS acquired,
        e.status, e.headers, e.body, e.tombstone
 FROM existing e
 WHERE NOT EXISTS (SELECT 1 FROM ins)
-  AND e.expires_at > now() AND (e.state = 2 OR e.lease_until > now())
+  AND e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now()))
 UNION ALL
 SELECT true,
        EXISTS (SELECT 1 FROM existing e WHERE e.state = 1 AND e.expires_at > now()),
@@ -48,6 +48,17 @@ SELECT true,
        sqlc.arg(lease_ms)::bigint,
        0, '\x'::bytea, '\x'::bytea, false
 FROM ins i;
+
+-- name: Lookup :one
+-- Lookup reads the record of a key and whether it is live (unexpired, and
+-- completed or within its lease) on the database's clock. A replay or a
+-- conflict costs this one read; Claim runs only when it finds no live record.
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
+       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idempotency_keys k
+WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
 
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
@@ -64,9 +75,11 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Release :execrows
--- Release deletes the in-progress record held at epoch; 0 rows means the
--- record moved on (fenced).
-DELETE FROM idempotency_keys
+-- Release gives up the in-progress record held at epoch (state 3: claims
+-- treat it as absent and continue its epoch); 0 rows means the record
+-- moved on (fenced).
+UPDATE idempotency_keys
+SET state = 3, lease_until = now(), headers = '\x'::bytea, body = '\x'::bytea
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 

@@ -25,7 +25,7 @@ WITH existing AS (
            0, '\x'::bytea, '\x'::bytea, false
     WHERE NOT EXISTS (
         SELECT 1 FROM existing e
-        WHERE e.expires_at > now() AND (e.state = 2 OR e.lease_until > now()))
+        WHERE e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now())))
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -37,7 +37,7 @@ WITH existing AS (
         headers = '\x'::bytea,
         body = '\x'::bytea,
         tombstone = false
-    WHERE t.expires_at <= now() OR (t.state = 1 AND t.lease_until <= now())
+    WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
     RETURNING t.state, t.epoch, t.fingerprint, t.fingerprint_version
 )
 SELECT false AS acquired,
@@ -47,7 +47,7 @@ SELECT false AS acquired,
        e.status, e.headers, e.body, e.tombstone
 FROM existing e
 WHERE NOT EXISTS (SELECT 1 FROM ins)
-  AND e.expires_at > now() AND (e.state = 2 OR e.lease_until > now())
+  AND e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now()))
 UNION ALL
 SELECT true,
        EXISTS (SELECT 1 FROM existing e WHERE e.state = 1 AND e.expires_at > now()),
@@ -81,8 +81,8 @@ type ClaimRow struct {
 	Tombstone          bool
 }
 
-// Claim looks the key up and, when it is absent, expired, or in progress
-// with an ended lease, claims it, in one statement. A live record is
+// Claim looks the key up and, when it is absent, expired, released, or in
+// progress with an ended lease, claims it, in one statement. A live record is
 // returned as it is (acquired = false) and nothing is written. No row means
 // a concurrent claim committed after this statement's snapshot: run it again.
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
@@ -157,6 +157,55 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const lookup = `-- name: Lookup :one
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
+       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idempotency_keys k
+WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+`
+
+type LookupParams struct {
+	Scope     string
+	Principal []byte
+	IdemKey   string
+}
+
+type LookupRow struct {
+	State              int16
+	Epoch              int64
+	Fingerprint        []byte
+	FingerprintVersion int32
+	Live               bool
+	LeaseRemainingMs   int64
+	Status             int32
+	Headers            []byte
+	Body               []byte
+	Tombstone          bool
+}
+
+// Lookup reads the record of a key and whether it is live (unexpired, and
+// completed or within its lease) on the database's clock. A replay or a
+// conflict costs this one read; Claim runs only when it finds no live record.
+func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	var i LookupRow
+	err := row.Scan(
+		&i.State,
+		&i.Epoch,
+		&i.Fingerprint,
+		&i.FingerprintVersion,
+		&i.Live,
+		&i.LeaseRemainingMs,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.Tombstone,
+	)
+	return i, err
+}
+
 const markProcessed = `-- name: MarkProcessed :execrows
 INSERT INTO idempotency_keys_processed (consumer, message_id)
 VALUES ($1, $2)
@@ -179,7 +228,8 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_keys
+UPDATE idempotency_keys
+SET state = 3, lease_until = now(), headers = '\x'::bytea, body = '\x'::bytea
 WHERE scope = $1 AND principal = $2 AND idem_key = $3
   AND epoch = $4 AND state = 1
 `
@@ -191,8 +241,9 @@ type ReleaseParams struct {
 	Epoch     int64
 }
 
-// Release deletes the in-progress record held at epoch; 0 rows means the
-// record moved on (fenced).
+// Release gives up the in-progress record held at epoch (state 3: claims
+// treat it as absent and continue its epoch); 0 rows means the record
+// moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, release,
 		arg.Scope,

@@ -1,14 +1,15 @@
 -- Idempotency records, one per (scope, principal, key). See idemgen's
 -- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
--- lease, then completed (state 2) until it expires; a released record is
--- deleted. Every time in this table comes from the database's clock.
+-- lease, then completed (state 2) until it expires, or released (state 3):
+-- absent to claims, but kept until it expires so that its epoch goes on
+-- (a worker fenced out before the release stays fenced out after it). Every time in this table comes from the database's clock.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope               varchar(255) COLLATE "C" NOT NULL,
     principal           bytea        NOT NULL CHECK (octet_length(principal) = 32),
     idem_key            varchar(255) COLLATE "C" NOT NULL,
     fingerprint         bytea        NOT NULL CHECK (octet_length(fingerprint) = 32),
     fingerprint_version integer      NOT NULL,
-    state               smallint     NOT NULL CHECK (state IN (1, 2)),
+    state               smallint     NOT NULL CHECK (state IN (1, 2, 3)),
     epoch               bigint       NOT NULL,
     lease_until         timestamptz  NOT NULL,
     expires_at          timestamptz  NOT NULL,

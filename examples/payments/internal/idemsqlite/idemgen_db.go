@@ -7,6 +7,7 @@ package idemsqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -20,12 +21,118 @@ func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.acquireStmt, err = db.PrepareContext(ctx, acquire); err != nil {
+		return nil, fmt.Errorf("error preparing query Acquire: %w", err)
+	}
+	if q.completeStmt, err = db.PrepareContext(ctx, complete); err != nil {
+		return nil, fmt.Errorf("error preparing query Complete: %w", err)
+	}
+	if q.lookupStmt, err = db.PrepareContext(ctx, lookup); err != nil {
+		return nil, fmt.Errorf("error preparing query Lookup: %w", err)
+	}
+	if q.markProcessedStmt, err = db.PrepareContext(ctx, markProcessed); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkProcessed: %w", err)
+	}
+	if q.releaseStmt, err = db.PrepareContext(ctx, release); err != nil {
+		return nil, fmt.Errorf("error preparing query Release: %w", err)
+	}
+	if q.sweepStmt, err = db.PrepareContext(ctx, sweep); err != nil {
+		return nil, fmt.Errorf("error preparing query Sweep: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.acquireStmt != nil {
+		if cerr := q.acquireStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing acquireStmt: %w", cerr)
+		}
+	}
+	if q.completeStmt != nil {
+		if cerr := q.completeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeStmt: %w", cerr)
+		}
+	}
+	if q.lookupStmt != nil {
+		if cerr := q.lookupStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lookupStmt: %w", cerr)
+		}
+	}
+	if q.markProcessedStmt != nil {
+		if cerr := q.markProcessedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markProcessedStmt: %w", cerr)
+		}
+	}
+	if q.releaseStmt != nil {
+		if cerr := q.releaseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing releaseStmt: %w", cerr)
+		}
+	}
+	if q.sweepStmt != nil {
+		if cerr := q.sweepStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
+}
+
 type Queries struct {
-	db DBTX
+	db                DBTX
+	tx                *sql.Tx
+	acquireStmt       *sql.Stmt
+	completeStmt      *sql.Stmt
+	lookupStmt        *sql.Stmt
+	markProcessedStmt *sql.Stmt
+	releaseStmt       *sql.Stmt
+	sweepStmt         *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db: tx,
+		db:                tx,
+		tx:                tx,
+		acquireStmt:       q.acquireStmt,
+		completeStmt:      q.completeStmt,
+		lookupStmt:        q.lookupStmt,
+		markProcessedStmt: q.markProcessedStmt,
+		releaseStmt:       q.releaseStmt,
+		sweepStmt:         q.sweepStmt,
 	}
 }

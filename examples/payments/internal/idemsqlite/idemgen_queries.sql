@@ -1,16 +1,16 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
 -- database's clock. Reads are cheap in SQLite: a replay costs this one read.
-SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
-       CAST(expires_at > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS unexpired,
-       CAST(lease_until > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS lease_live,
-       CAST(lease_until - (julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS lease_remaining_ms
-FROM idempotency_keys
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body, k.tombstone,
+       CAST(k.expires_at > c.now_ms AS BOOLEAN) AS unexpired,
+       CAST(k.lease_until > c.now_ms AS BOOLEAN) AS lease_live,
+       CAST(k.lease_until - c.now_ms AS INTEGER) AS lease_remaining_ms
+FROM idempotency_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 
 -- name: Acquire :one
--- Acquire claims a key that is absent, expired, or in progress with an
--- ended lease, in one statement: the conflict clause re-checks the record
+-- Acquire claims a key that is absent, expired, released, or in progress
+-- with an ended lease, in one statement: the conflict clause re-checks the record
 -- under SQLite's write lock. No row means another attempt holds the key.
 INSERT INTO idempotency_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -33,6 +33,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     body = x'',
     tombstone = FALSE
 WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+   OR state = 3
    OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
 RETURNING epoch;
 
@@ -51,9 +52,14 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Release :execrows
--- Release deletes the in-progress record held at epoch; 0 rows means the
--- record moved on (fenced).
-DELETE FROM idempotency_keys
+-- Release gives up the in-progress record held at epoch (state 3: claims
+-- treat it as absent and continue its epoch); 0 rows means the record
+-- moved on (fenced).
+UPDATE idempotency_keys
+SET state = 3,
+    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    headers = x'',
+    body = x''
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 

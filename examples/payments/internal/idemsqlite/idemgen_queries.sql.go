@@ -31,6 +31,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     body = x'',
     tombstone = FALSE
 WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+   OR state = 3
    OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
 RETURNING epoch
 `
@@ -45,11 +46,11 @@ type AcquireParams struct {
 	TtlMs              int64
 }
 
-// Acquire claims a key that is absent, expired, or in progress with an
-// ended lease, in one statement: the conflict clause re-checks the record
+// Acquire claims a key that is absent, expired, released, or in progress
+// with an ended lease, in one statement: the conflict clause re-checks the record
 // under SQLite's write lock. No row means another attempt holds the key.
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, acquire,
+	row := q.queryRow(ctx, q.acquireStmt, acquire,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -91,7 +92,7 @@ type CompleteParams struct {
 // Complete saves the result of the attempt holding epoch; 0 rows means the
 // record moved on (fenced).
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -109,11 +110,11 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 }
 
 const lookup = `-- name: Lookup :one
-SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
-       CAST(expires_at > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS unexpired,
-       CAST(lease_until > (julianday('now') - 2440587.5) * 86400000 AS BOOLEAN) AS lease_live,
-       CAST(lease_until - (julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS lease_remaining_ms
-FROM idempotency_keys
+SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body, k.tombstone,
+       CAST(k.expires_at > c.now_ms AS BOOLEAN) AS unexpired,
+       CAST(k.lease_until > c.now_ms AS BOOLEAN) AS lease_live,
+       CAST(k.lease_until - c.now_ms AS INTEGER) AS lease_remaining_ms
+FROM idempotency_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
 `
 
@@ -140,7 +141,7 @@ type LookupRow struct {
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock. Reads are cheap in SQLite: a replay costs this one read.
 func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
-	row := q.db.QueryRowContext(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i LookupRow
 	err := row.Scan(
 		&i.State,
@@ -172,7 +173,7 @@ type MarkProcessedParams struct {
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery).
 func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markProcessed, arg.Consumer, arg.MessageID)
+	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
 	}
@@ -180,7 +181,11 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_keys
+UPDATE idempotency_keys
+SET state = 3,
+    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    headers = x'',
+    body = x''
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
   AND epoch = ?4 AND state = 1
 `
@@ -192,10 +197,11 @@ type ReleaseParams struct {
 	Epoch     int64
 }
 
-// Release deletes the in-progress record held at epoch; 0 rows means the
-// record moved on (fenced).
+// Release gives up the in-progress record held at epoch (state 3: claims
+// treat it as absent and continue its epoch); 0 rows means the record
+// moved on (fenced).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, release,
+	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -218,7 +224,7 @@ WHERE rowid IN (
 
 // Sweep deletes up to batch expired records, oldest first.
 func (q *Queries) Sweep(ctx context.Context, batch int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, sweep, batch)
+	result, err := q.exec(ctx, q.sweepStmt, sweep, batch)
 	if err != nil {
 		return 0, err
 	}

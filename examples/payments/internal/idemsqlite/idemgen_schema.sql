@@ -1,7 +1,8 @@
 -- Idempotency records, one per (scope, principal, key). See idemgen's
 -- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
--- lease, then completed (state 2) until it expires; a released record is
--- deleted. Times are milliseconds since the Unix epoch on the database's
+-- lease, then completed (state 2) until it expires, or released (state 3):
+-- absent to claims, but kept until it expires so that its epoch goes on
+-- (a worker fenced out before the release stays fenced out after it). Times are milliseconds since the Unix epoch on the database's
 -- clock (julianday('now')), never the application's.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope               TEXT    NOT NULL CHECK (length(scope) <= 255),
@@ -9,7 +10,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     idem_key            TEXT    NOT NULL CHECK (length(idem_key) <= 255),
     fingerprint         BLOB    NOT NULL CHECK (length(fingerprint) = 32),
     fingerprint_version INTEGER NOT NULL,
-    state               INTEGER NOT NULL CHECK (state IN (1, 2)),
+    state               INTEGER NOT NULL CHECK (state IN (1, 2, 3)),
     epoch               INTEGER NOT NULL,
     lease_until         INTEGER NOT NULL,
     expires_at          INTEGER NOT NULL,

@@ -47,7 +47,8 @@ type Store struct {
 
 var _ idemrt.TxStore = (*Store)(nil)
 
-// NewStore returns a store over db. It switches the database to WAL mode
+// NewStore returns a store over db, whose schema must be applied (see
+// ApplySchema): it prepares its statements. It switches the database to WAL mode
 // (readers then never wait for the writer), and refuses a connection
 // without a busy timeout, on which concurrent writers would fail with
 // SQLITE_BUSY instead of waiting their turn.
@@ -73,8 +74,15 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if busy <= 0 {
 		return nil, errors.New("idempotency store: SQLite busy_timeout is 0, so concurrent writers would fail at once; open the database with a busy timeout on every connection (modernc.org/sqlite: _pragma=busy_timeout(5000) in the DSN)")
 	}
-	return &Store{db: db, q: New(db)}, nil
+	q, err := Prepare(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	return &Store{db: db, q: q}, nil
 }
+
+// Close releases the store's prepared statements (not db).
+func (s *Store) Close() error { return s.q.Close() }
 
 func versionAtLeast(v string, major, minor int) bool {
 	var a, b int
@@ -84,7 +92,7 @@ func versionAtLeast(v string, major, minor int) bool {
 	return a > major || (a == major && b >= minor)
 }
 
-// Claim reads the record and, when it is absent, expired or in progress
+// Claim reads the record and, when it is absent, expired, released or in progress
 // with an ended lease, claims it with one upsert whose conflict clause
 // re-checks those conditions under the write lock.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
@@ -99,7 +107,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case row.Unexpired && (row.State == stateCompleted || row.LeaseLive):
+		case row.Unexpired && (row.State == stateCompleted || (row.State == stateInProgress && row.LeaseLive)):
 			return record{
 				state:              row.State,
 				epoch:              row.Epoch,
@@ -164,7 +172,9 @@ func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	return nil
 }
 
-// Release deletes the in-progress record held at epoch.
+// Release gives up the in-progress record held at epoch: the key may run
+// again, and the next claim continues the epoch, so that a worker fenced
+// out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	if err := checkRecordKey(key); err != nil {
 		return err
@@ -198,17 +208,18 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: begin: %w", err)
 	}
-	return &storeTx{tx: tx}, nil
+	return &storeTx{tx: tx, q: s.q.WithTx(tx)}, nil
 }
 
 type storeTx struct {
 	tx *sql.Tx
+	q  *Queries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, New(t.tx), c)
+	return completeWith(ctx, t.q, c)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit() }
