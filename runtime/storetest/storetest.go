@@ -36,8 +36,12 @@ const (
 	shortLease = 300 * time.Millisecond
 	pastLease  = 450 * time.Millisecond
 	longLease  = time.Minute
-	longTTL    = time.Hour
-	fpVersion  = 1
+	// shortTTL leaves a slow machine time to see the record completed
+	// before it expires.
+	shortTTL     = time.Second
+	pastShortTTL = 1150 * time.Millisecond
+	longTTL      = time.Hour
+	fpVersion    = 1
 )
 
 // Run runs the conformance suite. newStore is called once per subtest.
@@ -287,7 +291,6 @@ func (s *suite) takeover(t *testing.T, st idemrt.Store) {
 	k := s.key(t)
 	first := mustClaim(t, st, claimReq(k, fp("a"), shortLease, longTTL))
 	wantState(t, first, idemrt.Acquired)
-	wantState(t, mustClaim(t, st, claimReq(k, fp("a"), shortLease, longTTL)), idemrt.InProgress)
 	time.Sleep(pastLease)
 	second := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
 	wantState(t, second, idemrt.Acquired)
@@ -404,11 +407,11 @@ func (s *suite) releaseCompleted(t *testing.T, st idemrt.Store) {
 
 func (s *suite) expiredCompleted(t *testing.T, st idemrt.Store) {
 	k := s.key(t)
-	res := mustClaim(t, st, claimReq(k, fp("a"), shortLease, shortLease))
+	res := mustClaim(t, st, claimReq(k, fp("a"), shortLease, shortTTL))
 	wantState(t, res, idemrt.Acquired)
-	complete(t, st, k, res.Epoch, sampleResponse(), shortLease)
+	complete(t, st, k, res.Epoch, sampleResponse(), shortTTL)
 	wantState(t, mustClaim(t, st, claimReq(k, fp("a"), shortLease, longTTL)), idemrt.Completed)
-	time.Sleep(pastLease)
+	time.Sleep(pastShortTTL)
 	again := mustClaim(t, st, claimReq(k, fp("b"), longLease, longTTL))
 	wantState(t, again, idemrt.Acquired)
 	if again.TakenOver {
