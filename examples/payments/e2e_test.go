@@ -188,7 +188,7 @@ var client = &http.Client{Timeout: 60 * time.Second}
 
 // call sends one request. token is the bearer token (the merchant account),
 // key the Idempotency-Key; empty strings leave the header out.
-func (p *proc) call(method, path, token, key, body string) (response, error) {
+func (p *proc) call(method, path, token, key, body string, headers ...string) (response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -206,6 +206,10 @@ func (p *proc) call(method, path, token, key, body string) (response, error) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Add(name, value)
+	}
 	res, err := client.Do(req)
 	if err != nil {
 		return response{}, err
@@ -215,9 +219,9 @@ func (p *proc) call(method, path, token, key, body string) (response, error) {
 	return response{status: res.StatusCode, header: res.Header, body: b}, err
 }
 
-func (p *proc) mustCall(method, path, token, key, body string) response {
+func (p *proc) mustCall(method, path, token, key, body string, headers ...string) response {
 	p.t.Helper()
-	r, err := p.call(method, path, token, key, body)
+	r, err := p.call(method, path, token, key, body, headers...)
 	if err != nil {
 		p.t.Fatalf("%s %s: %v", method, path, err)
 	}
