@@ -88,12 +88,13 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkPrimary(vars); err != nil {
 		return nil, err
 	}
-	if err := checkFoundRows(ctx, db); err != nil {
-		return nil, err
-	}
 	q, err := Prepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	if err := checkFoundRows(ctx, db); err != nil {
+		q.Close()
+		return nil, err
 	}
 	return &Store{db: db, q: q}, nil
 }
@@ -111,31 +112,26 @@ func checkPrimary(vars map[string]string) error {
 	return nil
 }
 
-// checkFoundRows makes sure that an UPDATE that changes nothing reports 0
+// checkFoundRows makes sure that an upsert that changes nothing reports 0
 // affected rows (the default; clientFoundRows=true reports matched rows).
+// It probes the consumer table in a transaction that it rolls back, so it
+// needs no privilege beyond the store's and leaves nothing behind.
 func checkFoundRows(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
-	defer conn.Close()
-	steps := []string{
-		"CREATE TEMPORARY TABLE idemgen_found_rows_probe (id INT PRIMARY KEY)",
-		"INSERT INTO idemgen_found_rows_probe VALUES (1)",
-		"UPDATE idemgen_found_rows_probe SET id = 1 WHERE id = 1",
-	}
+	defer tx.Rollback() //nolint:errcheck // the probe is never committed
+	const probe = "INSERT INTO idempotency_keys_processed (consumer, message_id) VALUES ('idemgen:probe', 'idemgen:probe') ON DUPLICATE KEY UPDATE consumer = consumer"
 	var affected int64
-	for _, stmt := range steps {
-		res, err := conn.ExecContext(ctx, stmt)
+	for range 2 {
+		res, err := tx.ExecContext(ctx, probe)
 		if err != nil {
 			return fmt.Errorf("idempotency store: checking the connection: %w", err)
 		}
 		if affected, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("idempotency store: checking the connection: %w", err)
 		}
-	}
-	if _, err := conn.ExecContext(ctx, "DROP TEMPORARY TABLE idemgen_found_rows_probe"); err != nil {
-		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
 	if affected != 0 {
 		return errors.New("idempotency store: the MySQL connection reports found rows instead of changed rows (clientFoundRows=true in the DSN); remove it")
