@@ -286,6 +286,10 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if !json.Valid(in) {
 			t.Fatalf("invalid JSON %q accepted as %q", in, out)
 		}
+		// Exactly what an independent RFC 8785 implementation gives.
+		if ref, err := referenceCanonical(in); err != nil || !bytes.Equal(ref, out) {
+			t.Fatalf("canonical form of %q:\n got %q\nwant %q (%v)", in, out, ref, err)
+		}
 		// Stable: canonicalising twice gives the same bytes.
 		again, err := idemrt.CanonicalJSON(out)
 		if err != nil || !bytes.Equal(again, out) {
@@ -429,6 +433,25 @@ func refusalAllowed(in []byte) bool {
 			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
 				return true
 			}
+		}
+	}
+}
+
+// The benchmark documents and the RFC examples agree with the reference.
+func TestCanonicalMatchesReference(t *testing.T) {
+	docs := [][]byte{jsonDoc(1 << 10), jsonDoc(64 << 10), []byte(`{"\u20ac":1,"\r":2,"\ufb33":3,"1":4,"\ud83d\ude00":5,"\u0080":6,"\u00f6":7}`),
+		[]byte(`[1e21,1e-7,1e-6,0.000001,123456789012345678901,-0,5e-324,1.7976931348623157e308,"\u0000\u001f\u007f"]`)}
+	for _, d := range docs {
+		got, err := idemrt.CanonicalJSON(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := referenceCanonical(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("canonical form differs from the reference:\n got %.200q\nwant %.200q", got, want)
 		}
 	}
 }
