@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -762,5 +764,35 @@ func FencedAcrossRelease(t *testing.T, st idemrt.Store) {
 	got, err = st.Claim(ctx, req(time.Minute))
 	if err != nil || got.State != idemrt.Completed || string(got.Response.Body) != "C" {
 		t.Errorf("replay: %+v, %v; want C's response", got, err)
+	}
+}
+
+// LargeResponse saves and replays a response just over the contract's
+// default max-response-bytes (1 MiB), with every byte value, and a
+// multi-valued header with a value that is not UTF-8.
+func LargeResponse(t *testing.T, st idemrt.Store) {
+	ctx := context.Background()
+	k := idemrt.RecordKey{Scope: "large", Key: UniqueKey(t, "large")}
+	res, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: time.Minute, TTL: time.Hour})
+	if err != nil || res.State != idemrt.Acquired {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	body := make([]byte, 1<<20+4096)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	h := http.Header{"Link": {"<a>; rel=next", "<b>; rel=prev"}, "X-Raw": {"caf\xe9", ""}}
+	if err := st.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{Status: 201, Header: h, Body: body}}); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	got, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: time.Minute, TTL: time.Hour})
+	if err != nil || got.State != idemrt.Completed || got.Response == nil {
+		t.Fatalf("replay: %+v, %v", got, err)
+	}
+	if !bytes.Equal(got.Response.Body, body) {
+		t.Errorf("replayed body differs (%d bytes, want %d)", len(got.Response.Body), len(body))
+	}
+	if !reflect.DeepEqual(got.Response.Header, h) {
+		t.Errorf("replayed headers %q, want %q", got.Response.Header, h)
 	}
 }

@@ -160,3 +160,8 @@ func TestFencedAcrossRelease(t *testing.T) {
 	db := newTestDB(t)
 	harness.FencedAcrossRelease(t, db.store(t))
 }
+
+func TestLargeResponse(t *testing.T) {
+	db := newTestDB(t)
+	harness.LargeResponse(t, db.store(t))
+}
