@@ -205,11 +205,18 @@ func TestTransactionalCommitFailureIs503AndReleases(t *testing.T) {
 		w.WriteHeader(201)
 		_, _ = io.WriteString(w, "created")
 	}}
-	srv := wrap(t, idemrt.Options{Store: st}, txPolicy(), h)
+	inner := wrap(t, idemrt.Options{Store: st}, txPolicy(), h)
+	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*") // outer middleware
+		inner.ServeHTTP(w, r)
+	})
 	w := do(srv, req{key: "k", body: `{}`})
 	wantProblem(t, w, 503, idemrt.ProblemStoreUnavailable)
 	if w.Header().Get("X-Handler") != "" {
 		t.Error("the 503 carries the handler's headers")
+	}
+	if w.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Error("the 503 lost the outer middleware's headers")
 	}
 	st.commitErr = nil
 	if w := do(srv, req{key: "k", body: `{}`}); w.Code != 201 || h.calls.Load() != 2 {

@@ -308,7 +308,7 @@ func (e *engine) mismatch(ctx context.Context, w http.ResponseWriter, op *operat
 func (e *engine) storeError(ctx context.Context, w http.ResponseWriter, op *operation, rk RecordKey, err error, stage string) {
 	e.event(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Err: err})
 	e.logAt(ctx, slog.LevelWarn, "idempotency: store failed", op, rk.Key, slog.String("stage", stage), slog.Any("error", err))
-	writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the idempotency store is unavailable; the request was not run", storeRetryAfter, true)
+	writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the idempotency store is unavailable; the request was not run", storeRetryAfter, false)
 }
 
 // replay writes a saved response.
@@ -410,6 +410,16 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		e.storeError(ctx, w, op, rk, err, "begin transaction")
 		return
 	}
+	// The headers set before the handler (by outer middleware) are what a
+	// 503 that replaces the handler's response keeps.
+	outer := w.Header().Clone()
+	resetHeaders := func() {
+		h := w.Header()
+		clear(h)
+		for k, vs := range outer {
+			h[k] = vs
+		}
+	}
 	r2 := r.WithContext(context.WithValue(ctx, txKey{}, tx))
 	r2.Body = &bodyReader{b: body}
 	cw := &captureWriter{e: e, op: op, w: w, r: r2, rk: rk, epoch: epoch, tx: true}
@@ -440,15 +450,18 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		if errors.Is(err, ErrFenced) {
 			// Another attempt owns the key: its run is the one that counts.
 			e.afterComplete(ctx, op, rk, epoch, status, err)
-			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, true)
+			resetHeaders()
+			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, false)
 			return
 		}
 		e.release(ctx, op, rk, epoch, status)
+		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "complete in transaction")
 		return
 	}
 	if err := tx.Commit(ctx); err != nil {
 		e.release(ctx, op, rk, epoch, status)
+		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "commit")
 		return
 	}

@@ -307,9 +307,16 @@ func TestStoreFailureFailsClosed(t *testing.T) {
 	h := &counting{}
 	st := &faultStore{Store: idemrt.NewMemoryStore(), claimErr: errDown}
 	var storeErrs []error
-	srv := wrap(t, idemrt.Options{Store: st, Hooks: idemrt.Hooks{StoreError: func(_ context.Context, e idemrt.Event) { storeErrs = append(storeErrs, e.Err) }}}, policy(), h)
+	inner := wrap(t, idemrt.Options{Store: st, Hooks: idemrt.Hooks{StoreError: func(_ context.Context, e idemrt.Event) { storeErrs = append(storeErrs, e.Err) }}}, policy(), h)
+	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "outer")
+		inner.ServeHTTP(w, r)
+	})
 	w := do(srv, req{key: "k", body: `{}`})
 	wantProblem(t, w, 503, idemrt.ProblemStoreUnavailable)
+	if w.Header().Get("X-Request-Id") != "outer" {
+		t.Error("the 503 lost the outer middleware's header")
+	}
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}

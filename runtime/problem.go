@@ -43,8 +43,8 @@ var problemTitles = map[string]string{
 }
 
 // writeProblem writes an RFC 9457 response. retryAfter > 0 adds a
-// Retry-After header (seconds). Headers a handler set before are cleared
-// first when clearHeaders is set.
+// Retry-After header (seconds). Every header already set is cleared first
+// when clearHeaders is set.
 func writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter int, clearHeaders bool) {
 	h := w.Header()
 	if clearHeaders {
