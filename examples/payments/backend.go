@@ -191,7 +191,9 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 	return logRequests(log, requireBearer(idem(s.routes()))), nil
 }
 
-// logHooks logs the idempotency events a reader of the logs cares about.
+// logHooks logs, at info and warn, the idempotency events that the runtime's
+// own logger reports only at debug: replays, conflicts and mismatches. (It
+// logs takeovers, fenced completions and store errors itself, at info/warn.)
 func logHooks(log *slog.Logger) idemrt.Hooks {
 	ev := func(msg string, level slog.Level) func(context.Context, idemrt.Event) {
 		return func(ctx context.Context, e idemrt.Event) {
@@ -213,8 +215,5 @@ func logHooks(log *slog.Logger) idemrt.Hooks {
 		Conflict:    ev("idempotency conflict: key in progress", slog.LevelWarn),
 		Mismatch:    ev("idempotency mismatch: key reused with another request", slog.LevelWarn),
 		Unavailable: ev("idempotency: result unavailable", slog.LevelWarn),
-		StoreError:  ev("idempotency store error", slog.LevelError),
-		TakenOver:   ev("idempotency takeover: previous attempt's lease ended", slog.LevelWarn),
-		Fenced:      ev("idempotency fenced: a newer attempt owns the key", slog.LevelWarn),
 	}
 }
