@@ -486,6 +486,7 @@ func scenario(t *testing.T, args ...string) {
 		if r.header.Get("Idempotent-Replayed") != "" {
 			t.Error("the takeover was answered as a replay")
 		}
+		q.waitLog(regexp.MustCompile(`took over a record whose lease ended.* key=`+key), 5*time.Second)
 		again := q.mustCall("POST", "/v1/charges", acct, key, chargeBody)
 		expect(t, "retry after the takeover", again, 201)
 		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, r.body) {
