@@ -181,6 +181,9 @@ func (s *server) createCharge(w http.ResponseWriter, r *http.Request) {
 	case req.Customer == "" || len(req.Customer) > 255:
 		problem(w, http.StatusBadRequest, "customer is required (at most 255 bytes)")
 		return
+	case len(req.Description) > 1000:
+		problem(w, http.StatusBadRequest, "description is at most 1000 bytes")
+		return
 	}
 	c := Charge{
 		ID: newID("ch_"), Object: "charge", Amount: req.Amount, Currency: req.Currency,
@@ -256,8 +259,8 @@ func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if req.Charge == "" || req.Amount < 1 {
-		problem(w, http.StatusBadRequest, "charge and a positive amount are required")
+	if req.Charge == "" || req.Amount < 1 || len(req.Charge) > 64 || len(req.Reason) > 1000 {
+		problem(w, http.StatusBadRequest, "charge and a positive amount are required (reason: at most 1000 bytes)")
 		return
 	}
 	ref := Refund{ID: newID("re_"), Object: "refund", Charge: req.Charge, Amount: req.Amount, Reason: req.Reason, Created: now()}
@@ -279,8 +282,8 @@ func (s *server) putCustomer(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if c.Name == "" {
-		problem(w, http.StatusBadRequest, "name is required")
+	if c.Name == "" || len(c.Name) > 1000 || len(c.Email) > 1000 || len(r.PathValue("id")) > 255 {
+		problem(w, http.StatusBadRequest, "name is required (name, email: at most 1000 bytes; id: 255)")
 		return
 	}
 	if c.ID != "" && c.ID != r.PathValue("id") {
@@ -301,8 +304,8 @@ func (s *server) putOrder(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if o.Customer == "" || o.Amount < 1 || !currencyRE.MatchString(o.Currency) {
-		problem(w, http.StatusBadRequest, "customer, a positive amount and a currency are required")
+	if o.Customer == "" || o.Amount < 1 || !currencyRE.MatchString(o.Currency) || len(o.Customer) > 255 || len(r.PathValue("id")) > 255 {
+		problem(w, http.StatusBadRequest, "customer, a positive amount and a currency are required (customer, id: at most 255 bytes)")
 		return
 	}
 	if o.ID != "" && o.ID != r.PathValue("id") {
