@@ -346,8 +346,8 @@ func (s *server) receiveEvent(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return
 	}
-	if ev.ID == "" || ev.Type == "" || len(ev.ID) > 255 {
-		problem(w, http.StatusBadRequest, "id (at most 255 bytes) and type are required")
+	if ev.ID == "" || ev.Type == "" || len(ev.ID) > 255 || len(ev.Type) > 255 {
+		problem(w, http.StatusBadRequest, "id and type are required (at most 255 bytes each)")
 		return
 	}
 	first, err := s.data.RecordEvent(r.Context(), Event{ID: ev.ID, Type: ev.Type, Received: now()}, payload)
