@@ -30,34 +30,42 @@ func threadCPU() time.Duration {
 // ratio ("canon/raw"; 0.25 = a quarter of raw SHA-256). Unlike wall-clock
 // MB/s, these hold steady on a loaded machine.
 func BenchmarkFingerprintRatio(b *testing.B) {
-	for _, size := range []int{1 << 10, 64 << 10} {
-		doc := jsonDoc(size)
-		b.Run(strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
-			goruntime.LockOSThread()
-			defer goruntime.UnlockOSThread()
-			inner := max(1, (256<<10)/len(doc))
-			var canon, raw time.Duration
-			var n int
-			for b.Loop() {
-				t0 := threadCPU()
-				for i := 0; i < inner; i++ {
-					_, _ = idemrt.Fingerprint("POST", "/orders", nil, "application/json", doc, nil, nil)
-				}
-				t1 := threadCPU()
-				for i := 0; i < inner; i++ {
-					_ = sha256.Sum256(doc)
-				}
-				t2 := threadCPU()
-				canon += t1 - t0
-				raw += t2 - t1
-				n += inner
+	for _, d := range benchDocs {
+		for _, size := range []int{1 << 10, 64 << 10} {
+			doc := d.doc(size)
+			name := strconv.Itoa(size>>10) + "KiB"
+			if d.name != "" {
+				name = d.name + "-" + name
 			}
-			mb := float64(n*len(doc)) / 1e6
-			b.ReportMetric(mb/canon.Seconds(), "canon-cpu-MB/s")
-			b.ReportMetric(mb/raw.Seconds(), "raw-cpu-MB/s")
-			b.ReportMetric(raw.Seconds()/canon.Seconds(), "canon/raw")
-		})
+			b.Run(name, func(b *testing.B) { fingerprintRatio(b, doc) })
+		}
 	}
+}
+
+func fingerprintRatio(b *testing.B, doc []byte) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	inner := max(1, (256<<10)/len(doc))
+	var canon, raw time.Duration
+	var n int
+	for b.Loop() {
+		t0 := threadCPU()
+		for i := 0; i < inner; i++ {
+			_, _ = idemrt.Fingerprint("POST", "/orders", nil, "application/json", doc, nil, nil)
+		}
+		t1 := threadCPU()
+		for i := 0; i < inner; i++ {
+			_ = sha256.Sum256(doc)
+		}
+		t2 := threadCPU()
+		canon += t1 - t0
+		raw += t2 - t1
+		n += inner
+	}
+	mb := float64(n*len(doc)) / 1e6
+	b.ReportMetric(mb/canon.Seconds(), "canon-cpu-MB/s")
+	b.ReportMetric(mb/raw.Seconds(), "raw-cpu-MB/s")
+	b.ReportMetric(raw.Seconds()/canon.Seconds(), "canon/raw")
 }
 
 // BenchmarkReplayOverhead alternates the bare handler and a replay through

@@ -164,8 +164,52 @@ func jsonDoc(size int) []byte {
 	}
 }
 
+// apiDoc builds the easy counterpart of jsonDoc, shaped like a payments
+// API request body (a checkout with line items): every object's keys
+// already in sorted order (as encoding/json writes maps, and as many
+// clients send them), plain ASCII strings without escapes, integers
+// (minor units) and a few booleans and nulls.
+func apiDoc(size int) []byte {
+	var lines []any
+	for i := 0; ; i++ {
+		lines = append(lines, map[string]any{
+			"amount": 1999 + i*100, "currency": "usd", "description": fmt.Sprintf("Pro plan, seat %d (monthly)", i),
+			"discountable": i%3 != 0, "metadata": map[string]any{"line_id": fmt.Sprintf("li_%08d", i), "source": "web"},
+			"price_data": map[string]any{"product": fmt.Sprintf("prod_NWjs8kKbJWm%04d", i), "tax_behavior": "exclusive", "unit_amount": 1999},
+			"quantity":   1 + i%4, "tax_rates": []string{"txr_1MzS4p2eZvKYlo2C"}, "period": nil,
+		})
+		doc, _ := json.Marshal(map[string]any{
+			"customer": "cus_4QFOF3xrvBT2nU", "collection_method": "charge_automatically", "currency": "usd",
+			"line_items": lines, "metadata": map[string]any{"cart_id": "cart_7f3a", "channel": "web"},
+			"payment_settings": map[string]any{"payment_method_types": []string{"card", "sepa_debit"}},
+			"automatic_tax":    map[string]any{"enabled": true}, "days_until_due": nil,
+		})
+		if len(doc) >= size {
+			return doc[:len(doc):len(doc)]
+		}
+	}
+}
+
+// benchDocs are the fingerprint benchmark documents by name: the hard
+// orders (every item needs sorting and has escapes) and the easy API
+// payloads (already canonical).
+var benchDocs = []struct {
+	name string
+	doc  func(size int) []byte
+}{{"", jsonDoc}, {"API", apiDoc}}
+
 func benchFingerprint(b *testing.B, size int) {
-	doc := jsonDoc(size)
+	for _, d := range benchDocs {
+		doc := d.doc(size)
+		if d.name == "" {
+			benchFingerprintDoc(b, doc)
+			continue
+		}
+		b.Run(d.name, func(b *testing.B) { benchFingerprintDoc(b, doc) })
+	}
+}
+
+func benchFingerprintDoc(b *testing.B, doc []byte) {
 	b.Run("canonical", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
@@ -196,6 +240,14 @@ func TestBenchDocsAreJSON(t *testing.T) {
 		c, err := idemrt.CanonicalJSON(doc)
 		if err != nil || bytes.Equal(c, doc) {
 			t.Fatalf("the benchmark doc must need reordering: %v", err)
+		}
+		api := apiDoc(size)
+		if !json.Valid(api) || len(api) < size || len(api) > size*2 {
+			t.Fatalf("API doc of %d bytes for size %d", len(api), size)
+		}
+		c, err = idemrt.CanonicalJSON(api)
+		if err != nil || !bytes.Equal(c, api) {
+			t.Fatalf("the API benchmark doc must be canonical already: %v", err)
 		}
 	}
 }

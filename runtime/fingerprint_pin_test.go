@@ -1,0 +1,56 @@
+package runtime_test
+
+import (
+	"encoding/hex"
+	"testing"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+type fingerprintPin struct {
+	name             string
+	method, route    string
+	params           []string
+	ct               string
+	body             []byte
+	include, exclude []string
+	want             string // hex SHA-256, as FingerprintVersion 1 wrote it
+}
+
+// fingerprintPinCases are fingerprints computed by FingerprintVersion 1
+// when it was first released. Stored records carry these values: a change
+// to any of them turns in-flight retries into 422s, so it needs a new
+// FingerprintVersion, not a new pin.
+func fingerprintPinCases() []fingerprintPin {
+	return []fingerprintPin{
+		{name: "json", method: "POST", route: "/v1/charges/{id}", params: []string{"ch_1"}, ct: "application/json",
+			body: []byte(`{"b":[1,2.50,1e21,-0],"a":"x\u00e9\"\/","c":{"z":null,"y":true,"\u20ac":1,"\ud83d\ude00":2}}`), want: "c98ba4de2adb5521871ff3dc818d6b01727b3415383b94d405fa655039a67dd2"},
+		{name: "json-1KiB", method: "POST", route: "/orders", ct: "application/json", body: jsonDoc(1 << 10), want: "cd9024f559b4c36bd1c6d59634cf22dde0db9289f8ee5ed87aa13920413035d1"},
+		{name: "json-64KiB", method: "POST", route: "/orders", ct: "application/json", body: jsonDoc(64 << 10), want: "012c4c60dc1b2326ccd3e50b7a664c73d434eb223a90e8aa474a7e2962e2311b"},
+		{name: "json-api-1KiB", method: "POST", route: "/v1/payments", ct: "application/json", body: apiDoc(1 << 10), want: "6ac54c52132cc2ee93208412a869b375d354f7217b39beedef64f35c4c9056f2"},
+		{name: "json-exclude", method: "PUT", route: "/x/{a}/{b}", params: []string{"1", "2"}, ct: "application/merge-patch+json; charset=utf-8",
+			body: []byte(`{"keep":[{"t":1,"drop":2}],"drop":3,"n":0.1}`), exclude: []string{"/drop", "/keep/0/drop"}, want: "827a3378ae0d50596efe6b5bab9ba38f680a088234dfb913a5815105c9d58fbc"},
+		{name: "json-include", method: "POST", route: "/x", ct: "application/json",
+			body: []byte(`{"amount":100,"currency":"eur","meta":{"b":1,"a":2},"noise":[1,2,3]}`), include: []string{"/meta", "/amount", "/missing"}, want: "f19064ddd2e5876ac93d8f1ba3b306fd1848e80da54ca74867b747bd932fac04"},
+		{name: "invalid-json-raw", method: "POST", route: "/x", ct: "application/json", body: []byte(`{"a":1,"a":2}`), want: "2a8c890c6ef983f4c22987cdd60486beb680c66d81a898bd4664996017f2a66a"},
+		{name: "form", method: "POST", route: "/x", ct: "application/x-www-form-urlencoded", body: []byte("b=2&a=1&a=0&c=%20"), want: "20a90c8e24566bdf186e3078eb2ddde5da6954bf6db7327de3a793f497958095"},
+		{name: "raw", method: "POST", route: "/x", ct: "application/octet-stream", body: []byte{0, 1, 2, 0xff}, want: "5ac128d2ac4ae38263ee3caaed9d245a3270df84ddcd795195d7745c264f1700"},
+	}
+}
+
+// TestFingerprintPinned pins the output bytes of FingerprintVersion 1, so
+// that optimising the canonicaliser cannot silently change them.
+func TestFingerprintPinned(t *testing.T) {
+	if idemrt.FingerprintVersion != 1 {
+		t.Fatalf("FingerprintVersion %d: add pins for the new version", idemrt.FingerprintVersion)
+	}
+	for _, c := range fingerprintPinCases() {
+		fp, err := idemrt.Fingerprint(c.method, c.route, c.params, c.ct, c.body, c.include, c.exclude)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := hex.EncodeToString(fp[:]); got != c.want {
+			t.Errorf("%s: fingerprint %s, want %s", c.name, got, c.want)
+		}
+	}
+}
