@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -40,6 +41,10 @@ type canonicalizer struct {
 	mem     []jsonMember
 	excl    [][]string
 	depth   int
+	// vs, ve is the pending verbatim span: the output so far is out
+	// followed by in[vs:ve]. Input that is already canonical (most of it)
+	// is copied in long runs instead of token by token.
+	vs, ve int
 	// shapes caches, per nesting depth, the last unsorted object's keys
 	// (in document order) and the permutation that sorts them: arrays of
 	// records repeat one shape, and then sorting is a lookup.
@@ -49,22 +54,6 @@ type canonicalizer struct {
 type objShape struct {
 	keys []byte // keys in document order, each followed by 0xFF
 	perm []int32
-}
-
-func (sc *objShape) match(c *canonicalizer, ms []jsonMember) bool {
-	if len(sc.perm) != len(ms) {
-		return false
-	}
-	off := 0
-	for i := range ms {
-		k := c.keyBytes(&ms[i])
-		end := off + len(k)
-		if end >= len(sc.keys) || sc.keys[end] != 0xff || string(sc.keys[off:end]) != string(k) {
-			return false
-		}
-		off = end + 1
-	}
-	return off == len(sc.keys)
 }
 
 type jsonMember struct {
@@ -145,7 +134,9 @@ func (c *canonicalizer) canonicalize(in []byte, exclude [][]string) error {
 			mask = math.MaxUint64
 		}
 	}
-	pos, err := c.value(0, mask, 0)
+	c.vs, c.ve = 0, 0
+	pos, err := c.anyValue(0, mask, 0)
+	c.flush()
 	if err != nil {
 		return err
 	}
@@ -167,7 +158,35 @@ func skipWS(in []byte, pos int) int {
 	return pos
 }
 
+// flush appends the pending verbatim span to out.
+func (c *canonicalizer) flush() {
+	if c.ve > c.vs {
+		c.out = append(c.out, c.in[c.vs:c.ve]...)
+	}
+	c.vs = c.ve
+}
+
+// verbatim appends in[s:e], which is already canonical, to the output.
+func (c *canonicalizer) verbatim(s, e int) {
+	if s != c.ve {
+		c.flush()
+		c.vs = s
+	}
+	c.ve = e
+}
+
+// olen is the length of the output so far.
+func (c *canonicalizer) olen() int { return len(c.out) + c.ve - c.vs }
+
+// value appends the canonical form of the value at in[pos] to c.out.
 func (c *canonicalizer) value(pos int, mask uint64, pdepth int) (int, error) {
+	c.vs, c.ve = 0, 0
+	pos, err := c.anyValue(pos, mask, pdepth)
+	c.flush()
+	return pos, err
+}
+
+func (c *canonicalizer) anyValue(pos int, mask uint64, pdepth int) (int, error) {
 	in := c.in
 	pos = skipWS(in, pos)
 	if pos >= len(in) {
@@ -187,7 +206,7 @@ func (c *canonicalizer) value(pos int, mask uint64, pdepth int) (int, error) {
 	case 'n':
 		return c.literal(pos, "null")
 	default:
-		return c.number(pos)
+		return c.numberLazy(pos)
 	}
 }
 
@@ -203,33 +222,54 @@ func (c *canonicalizer) inlineValue(pos int, mask uint64, pdepth int) (int, erro
 	}
 	switch ch := in[pos]; {
 	case ch == '"':
-		end, esc, err := scanString(in, pos)
-		if err != nil {
-			return end, err
-		}
-		if !esc {
-			c.out = append(c.out, in[pos:end]...)
+		if end := quickStrEnd(in, pos); end > 0 {
+			c.verbatim(pos, end)
 			return end, nil
 		}
-		c.out = append(c.out, '"')
-		c.out, err = unescapeJSON(c.out, in[pos+1:end-1], true)
-		c.out = append(c.out, '"')
-		return end, err
+		return c.str(pos)
 	case ch == '-' || (ch >= '0' && ch <= '9'):
-		return c.number(pos)
+		return c.numberLazy(pos)
 	case ch == '{':
 		return c.object(pos, mask, pdepth)
 	case ch == '[':
 		return c.array(pos, mask, pdepth)
 	}
-	return c.value(pos, mask, pdepth)
+	return c.anyValue(pos, mask, pdepth)
+}
+
+// strStops flags (in the high bit of each byte) the quotes, backslashes
+// and control characters in eight bytes of input; the lowest flag is
+// exact (higher ones may be false positives).
+func strStops(v uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := v ^ (ones * '"')
+	b := v ^ (ones * '\\')
+	return ((q-ones)&^q | (b-ones)&^b | (v-ones*0x20)&^v) & highs
+}
+
+// quickStrEnd returns the index after the closing quote of the string
+// starting at in[pos] == '"' if it closes within 8 bytes without an
+// escape; otherwise 0 (use scanString).
+func quickStrEnd(in []byte, pos int) int {
+	if pos+9 > len(in) {
+		return 0
+	}
+	m := strStops(binary.LittleEndian.Uint64(in[pos+1:]))
+	if m == 0 {
+		return 0
+	}
+	i := pos + 1 + bits.TrailingZeros64(m)>>3
+	if in[i] != '"' {
+		return 0
+	}
+	return i + 1
 }
 
 func (c *canonicalizer) literal(pos int, lit string) (int, error) {
 	if len(c.in)-pos < len(lit) || string(c.in[pos:pos+len(lit)]) != lit {
 		return pos, errNotJSON
 	}
-	c.out = append(c.out, lit...)
+	c.verbatim(pos, pos+len(lit))
 	return pos + len(lit), nil
 }
 
@@ -243,11 +283,7 @@ func scanString(in []byte, pos int) (int, bool, error) {
 		// exactly the first quote, backslash or control character.
 		found := false
 		for i+8 <= len(in) {
-			v := binary.LittleEndian.Uint64(in[i:])
-			const ones, highs = 0x0101010101010101, 0x8080808080808080
-			q := v ^ (ones * '"')
-			b := v ^ (ones * '\\')
-			if m := ((q-ones)&^q | (b-ones)&^b | (v-ones*0x20)&^v) & highs; m != 0 {
+			if m := strStops(binary.LittleEndian.Uint64(in[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				found = true
 				break
@@ -279,11 +315,13 @@ func (c *canonicalizer) str(pos int) (int, error) {
 	if err != nil {
 		return end, err
 	}
-	if !esc {
-		// No escapes: valid UTF-8 without control characters is canonical.
-		c.out = append(c.out, c.in[pos:end]...)
+	if !esc || canonEscapes(c.in[pos+1:end-1]) {
+		// Valid UTF-8 without control characters and with only canonical
+		// escapes is canonical.
+		c.verbatim(pos, end)
 		return end, nil
 	}
+	c.flush()
 	c.out = append(c.out, '"')
 	c.out, err = unescapeJSON(c.out, c.in[pos+1:end-1], true)
 	if err != nil {
@@ -294,6 +332,52 @@ func (c *canonicalizer) str(pos int) (int, error) {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// canonEscapes reports whether every escape in the body of a JSON string
+// is the one RFC 8785 writes: \" \\ \b \f \n \r \t, or \u00xx (lower-case
+// hex) for the other control characters.
+func canonEscapes(s []byte) bool {
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			return true
+		}
+		if i+1 >= len(s) {
+			return false
+		}
+		switch s[i+1] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+			s = s[i+2:]
+		case 'u':
+			if i+6 > len(s) || s[i+2] != '0' || s[i+3] != '0' {
+				return false
+			}
+			var r byte
+			switch h := s[i+4]; h {
+			case '0':
+			case '1':
+				r = 0x10
+			default:
+				return false
+			}
+			switch l := s[i+5]; {
+			case '0' <= l && l <= '9':
+				r |= l - '0'
+			case 'a' <= l && l <= 'f':
+				r |= l - 'a' + 10
+			default:
+				return false
+			}
+			switch r {
+			case '\b', '\t', '\n', '\f', '\r':
+				return false
+			}
+			s = s[i+6:]
+		default:
+			return false
+		}
+	}
+}
 
 // unescapeJSON decodes the body of a JSON string (between the quotes) and
 // appends it to dst, re-escaped canonically when canon is set, raw
@@ -424,7 +508,14 @@ func appendCanonString(dst []byte, s []byte) []byte {
 	return append(dst, '"')
 }
 
+// number appends the canonical form of the number at in[pos] to c.out.
 func (c *canonicalizer) number(pos int) (int, error) {
+	pos, err := c.numberLazy(pos)
+	c.flush()
+	return pos, err
+}
+
+func (c *canonicalizer) numberLazy(pos int) (int, error) {
 	in := c.in
 	start := pos
 	if pos < len(in) && in[pos] == '-' {
@@ -472,13 +563,14 @@ func (c *canonicalizer) number(pos int) (int, error) {
 		}
 	}
 	lit := in[start:pos]
-	if !hasExp && c.fastNumber(in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
+	if !hasExp && c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
 		return pos, nil
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return pos, errNotJSON
 	}
+	c.flush()
 	c.out = appendES6Number(c.out, f)
 	return pos, nil
 }
@@ -487,16 +579,25 @@ func (c *canonicalizer) number(pos int) (int, error) {
 // has at most 15 significant digits and is not below 1e-6: such a decimal
 // is exactly the shortest representation of its double, so ECMAScript
 // prints its own digits (trailing fraction zeros and a -0 sign dropped).
-func (c *canonicalizer) fastNumber(sign, intPart []byte, dot, fracEnd int) bool {
+// The literal is in[start:fracEnd]; when it is its own canonical form (no
+// fraction zeros dropped, no -0) it is copied as it is.
+func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) bool {
 	var frac []byte
+	trimmed := false
 	if dot >= 0 {
 		frac = c.in[dot+1 : fracEnd]
 		for len(frac) > 0 && frac[len(frac)-1] == '0' {
 			frac = frac[:len(frac)-1]
+			trimmed = true
 		}
 	}
 	if len(intPart) == 1 && intPart[0] == '0' {
 		if len(frac) == 0 {
+			if len(sign) == 0 && dot < 0 {
+				c.verbatim(start, fracEnd)
+				return true
+			}
+			c.flush()
 			c.out = append(c.out, '0')
 			return true
 		}
@@ -507,6 +608,11 @@ func (c *canonicalizer) fastNumber(sign, intPart []byte, dot, fracEnd int) bool 
 		if len(frac)-lz > 15 || lz >= 6 {
 			return false
 		}
+		if !trimmed {
+			c.verbatim(start, fracEnd)
+			return true
+		}
+		c.flush()
 		c.out = append(c.out, sign...)
 		c.out = append(c.out, '0', '.')
 		c.out = append(c.out, frac...)
@@ -515,6 +621,11 @@ func (c *canonicalizer) fastNumber(sign, intPart []byte, dot, fracEnd int) bool 
 	if len(intPart)+len(frac) > 15 {
 		return false
 	}
+	if !trimmed {
+		c.verbatim(start, fracEnd)
+		return true
+	}
+	c.flush()
 	c.out = append(c.out, sign...)
 	c.out = append(c.out, intPart...)
 	if len(frac) > 0 {
@@ -612,19 +723,30 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		return pos, errNotJSON
 	}
 	in := c.in
+	c.verbatim(pos, pos+1) // '{'
 	pos++
-	c.out = append(c.out, '{')
-	objStart := len(c.out)
+	objStart := c.olen()
 	base := len(c.mem)
 	keysBase := len(c.keys)
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == '}' {
-		c.out = append(c.out, '}')
+		c.verbatim(pos, pos+1)
 		c.depth--
 		return pos + 1, nil
 	}
+	// While the keys so far are those of the cached shape for this depth,
+	// shapeOff is the offset of the next one in sc.keys; else -1.
+	var sc *objShape
+	shapeOff := -1
+	if c.depth < len(c.shapes) {
+		sc = &c.shapes[c.depth]
+		if len(sc.perm) > 0 {
+			shapeOff = 0
+		}
+	}
 	sorted := true
 	count := 0
+	commaPos := 0
 	for {
 		if pos < len(in) && in[pos] != '"' {
 			pos = skipWS(in, pos)
@@ -633,9 +755,13 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		kq := pos
-		end, esc, err := scanString(in, pos)
-		if err != nil {
-			return end, err
+		var err error
+		esc := false
+		end := quickStrEnd(in, kq)
+		if end == 0 {
+			if end, esc, err = scanString(in, kq); err != nil {
+				return end, err
+			}
 		}
 		ks, ke := kq+1, end-1
 		key := in[ks:ke]
@@ -664,46 +790,46 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		comma := 0
 		if count > 0 {
 			comma = 1
+			c.verbatim(commaPos, commaPos+1)
 		}
-		var os int
+		os := c.olen()
 		switch {
-		case !esc && end+1 == pos:
-			// Compact "key": (and its comma) copied at once.
-			if comma == 1 && in[kq-1] == ',' {
-				c.out = append(c.out, in[kq-1:pos]...)
-				os = len(c.out) - (pos - kq)
-			} else {
-				if comma == 1 {
-					c.out = append(c.out, ',')
-				}
-				os = len(c.out)
-				c.out = append(c.out, in[kq:pos]...)
-			}
-		default:
-			if comma == 1 {
-				c.out = append(c.out, ',')
-			}
-			os = len(c.out)
-			if esc {
-				c.out = appendCanonString(c.out, c.keys[ks:ke])
-			} else {
-				c.out = append(c.out, in[kq:end]...)
-			}
+		case esc:
+			c.flush()
+			c.out = appendCanonString(c.out, c.keys[ks:ke])
 			c.out = append(c.out, ':')
+		case end+1 == pos:
+			c.verbatim(kq, pos) // compact "key":
+		default:
+			c.verbatim(kq, end)
+			c.verbatim(pos-1, pos)
 		}
 		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
 			return pos, err
 		}
 		if skip {
+			c.flush()
 			c.out = c.out[:os-comma]
 		} else {
 			n := len(c.mem)
 			if count > 0 && sorted {
-				switch cmp := compareUTF16(c.keyBytes(&c.mem[n-1]), key); {
-				case cmp == 0:
+				prev := c.keyBytes(&c.mem[n-1])
+				var cmp int
+				if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && prev[0] < 0x80 && key[0] < 0x80 {
+					cmp = int(prev[0]) - int(key[0])
+				} else {
+					cmp = compareUTF16(prev, key)
+				}
+				if cmp == 0 {
 					return pos, errNotJSON // duplicate key
-				case cmp > 0:
-					sorted = false
+				}
+				sorted = cmp < 0
+			}
+			if shapeOff >= 0 {
+				if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
+					shapeOff = e + 1
+				} else {
+					shapeOff = -1
 				}
 			}
 			if n < cap(c.mem) {
@@ -712,7 +838,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 				c.mem = append(c.mem, jsonMember{})
 			}
 			mp := &c.mem[n]
-			mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(len(c.out))
+			mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(c.olen())
 			mp.arena = esc
 			count++
 		}
@@ -721,23 +847,22 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		if in[pos] == ',' {
+			commaPos = pos
 			pos++
 			continue
 		}
 		if in[pos] != '}' {
 			return pos, errNotJSON
 		}
-		pos++
 		break
 	}
 	if !sorted {
+		c.flush()
 		ms := c.mem[base:]
-		var sc *objShape
-		if c.depth < len(c.shapes) {
-			sc = &c.shapes[c.depth]
-		}
 		var perm []int32 // nil: ms itself is sorted
-		if sc != nil && sc.match(c, ms) {
+		if shapeOff >= 0 && shapeOff == len(sc.keys) && len(ms) == len(sc.perm) {
+			// The same keys in the same order as the cached shape (whose
+			// keys were checked for duplicates when it was cached).
 			perm = sc.perm
 		} else {
 			if sc != nil {
@@ -780,12 +905,13 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
 		}
 		c.out = out[:o]
+		c.vs, c.ve = pos, pos
 	}
-	c.out = append(c.out, '}')
+	c.verbatim(pos, pos+1) // '}'
 	c.mem = c.mem[:base]
 	c.keys = c.keys[:keysBase]
 	c.depth--
-	return pos, nil
+	return pos + 1, nil
 }
 
 // exclStep follows the exclude pointers active in mask (those whose first
@@ -812,15 +938,16 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 		return pos, errNotJSON
 	}
 	in := c.in
+	c.verbatim(pos, pos+1) // '['
 	pos++
-	c.out = append(c.out, '[')
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == ']' {
-		c.out = append(c.out, ']')
+		c.verbatim(pos, pos+1)
 		c.depth--
 		return pos + 1, nil
 	}
 	count := 0
+	commaPos := 0
 	for idx := 0; ; idx++ {
 		var child uint64
 		skip := false
@@ -828,9 +955,9 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			var nb [20]byte
 			child, skip = c.exclStep(mask, pdepth, strconv.AppendInt(nb[:0], int64(idx), 10))
 		}
-		mark := len(c.out)
+		mark := c.olen()
 		if count > 0 {
-			c.out = append(c.out, ',')
+			c.verbatim(commaPos, commaPos+1)
 		}
 		var err error
 		pos, err = c.inlineValue(pos, child, pdepth+1)
@@ -838,6 +965,7 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, err
 		}
 		if skip {
+			c.flush()
 			c.out = c.out[:mark]
 		} else {
 			count++
@@ -847,13 +975,14 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		if in[pos] == ',' {
+			commaPos = pos
 			pos++
 			continue
 		}
 		if in[pos] != ']' {
 			return pos, errNotJSON
 		}
-		c.out = append(c.out, ']')
+		c.verbatim(pos, pos+1)
 		c.depth--
 		return pos + 1, nil
 	}
