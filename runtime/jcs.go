@@ -222,9 +222,15 @@ func (c *canonicalizer) inlineValue(pos int, mask uint64, pdepth int) (int, erro
 	}
 	switch ch := in[pos]; {
 	case ch == '"':
-		if end := quickStrEnd(in, pos); end > 0 {
-			c.verbatim(pos, end)
-			return end, nil
+		if pos+17 <= len(in) { // see strStops
+			off, m := pos+1, strStops(binary.LittleEndian.Uint64(in[pos+1:]))
+			if m == 0 {
+				off, m = pos+9, strStops(binary.LittleEndian.Uint64(in[pos+9:]))
+			}
+			if i := off + bits.TrailingZeros64(m)>>3; m != 0 && in[i] == '"' {
+				c.verbatim(pos, i+1)
+				return i + 1, nil
+			}
 		}
 		return c.str(pos)
 	case ch == '-' || (ch >= '0' && ch <= '9'):
@@ -247,23 +253,21 @@ func strStops(v uint64) uint64 {
 	return ((q-ones)&^q | (b-ones)&^b | (v-ones*0x20)&^v) & highs
 }
 
-// quickStrEnd returns the index after the closing quote of the string
-// starting at in[pos] == '"' if it closes within 8 bytes without an
-// escape; otherwise 0 (use scanString).
-func quickStrEnd(in []byte, pos int) int {
-	if pos+9 > len(in) {
-		return 0
-	}
-	m := strStops(binary.LittleEndian.Uint64(in[pos+1:]))
-	if m == 0 {
-		return 0
-	}
-	i := pos + 1 + bits.TrailingZeros64(m)>>3
-	if in[i] != '"' {
-		return 0
-	}
-	return i + 1
-}
+// The hot loops find the end of short strings (most keys and values) with
+// this inline check of the 16 bytes after the opening quote at in[pos];
+// they fall back to scanString when it finds no closing quote or finds an
+// escape first:
+//
+//	end := 0
+//	if pos+17 <= len(in) {
+//		off, m := pos+1, strStops(binary.LittleEndian.Uint64(in[pos+1:]))
+//		if m == 0 {
+//			off, m = pos+9, strStops(binary.LittleEndian.Uint64(in[pos+9:]))
+//		}
+//		if i := off + bits.TrailingZeros64(m)>>3; m != 0 && in[i] == '"' {
+//			end = i + 1
+//		}
+//	}
 
 func (c *canonicalizer) literal(pos int, lit string) (int, error) {
 	if len(c.in)-pos < len(lit) || string(c.in[pos:pos+len(lit)]) != lit {
@@ -747,6 +751,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	sorted := true
 	count := 0
 	commaPos := 0
+	var prev []byte // the previous member's key
 	for {
 		if pos < len(in) && in[pos] != '"' {
 			pos = skipWS(in, pos)
@@ -757,7 +762,16 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		kq := pos
 		var err error
 		esc := false
-		end := quickStrEnd(in, kq)
+		end := 0
+		if kq+17 <= len(in) { // see strStops
+			off, m := kq+1, strStops(binary.LittleEndian.Uint64(in[kq+1:]))
+			if m == 0 {
+				off, m = kq+9, strStops(binary.LittleEndian.Uint64(in[kq+9:]))
+			}
+			if i := off + bits.TrailingZeros64(m)>>3; m != 0 && in[i] == '"' {
+				end = i + 1
+			}
+		}
 		if end == 0 {
 			if end, esc, err = scanString(in, kq); err != nil {
 				return end, err
@@ -813,7 +827,6 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		} else {
 			n := len(c.mem)
 			if count > 0 && sorted {
-				prev := c.keyBytes(&c.mem[n-1])
 				var cmp int
 				if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && prev[0] < 0x80 && key[0] < 0x80 {
 					cmp = int(prev[0]) - int(key[0])
@@ -825,6 +838,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 				}
 				sorted = cmp < 0
 			}
+			prev = key
 			if shapeOff >= 0 {
 				if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
 					shapeOff = e + 1

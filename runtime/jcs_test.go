@@ -455,3 +455,98 @@ func TestCanonicalMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFingerprintExclude checks the exclude pointers against an
+// independent removal: fingerprinting a document with exclude pointers
+// must equal fingerprinting the document re-serialised without the
+// members and elements they name.
+func FuzzFingerprintExclude(f *testing.F) {
+	for _, s := range [][3]string{
+		{`{"a":1,"b":{"c":2,"d":[1,{"e":3}]},"z":"x\u00e9"}`, "/b/c", "/b/d/1/e"},
+		{`{ "drop" : 1 , "keep" : [ 1 , 2 , 3 ] }`, "/drop", "/keep/1"},
+		{`[{"b":1,"a":2},{"b":3,"a":4}]`, "/0/a", "/1"},
+		{`{"m~n":1,"a/b":2,"c":3}`, "/m~0n", "/a~1b"},
+		{`{"x":{"y":1.50,"w":-0},"v":"\/"}`, "/x/y", "/v"},
+	} {
+		f.Add([]byte(s[0]), s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, in []byte, p1, p2 string) {
+		if _, err := idemrt.CanonicalJSON(in); err != nil {
+			return
+		}
+		ptrs := []string{p1, p2}
+		var toks [][]string
+		for _, p := range ptrs {
+			if !strings.HasPrefix(p, "/") {
+				return
+			}
+			ts := strings.Split(p[1:], "/")
+			for i, tk := range ts {
+				if strings.Contains(strings.NewReplacer("~0", "", "~1", "").Replace(tk), "~") {
+					return // not a valid pointer
+				}
+				ts[i] = strings.ReplaceAll(strings.ReplaceAll(tk, "~1", "/"), "~0", "~")
+			}
+			toks = append(toks, ts)
+		}
+		got, err := idemrt.Fingerprint("POST", "/x", nil, "application/json", in, nil, ptrs)
+		if err != nil {
+			t.Fatalf("Fingerprint(%q, exclude %q): %v", in, ptrs, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(in))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("decode %q: %v", in, err)
+		}
+		rest, err := json.Marshal(removePointers(v, toks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := idemrt.Fingerprint("POST", "/x", nil, "application/json", rest, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			c, _ := idemrt.CanonicalJSON(rest)
+			t.Fatalf("%q excluding %q does not fingerprint as %q (canonical %q)", in, ptrs, rest, c)
+		}
+	})
+}
+
+// removePointers deletes the members and elements that the pointer tokens
+// name (array indexes refer to the original positions).
+func removePointers(v any, toks [][]string) any {
+	step := func(name string) (drop bool, sub [][]string) {
+		for _, ts := range toks {
+			if len(ts) == 0 || ts[0] != name {
+				continue
+			}
+			if len(ts) == 1 {
+				drop = true
+			} else {
+				sub = append(sub, ts[1:])
+			}
+		}
+		return drop, sub
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if drop, sub := step(k); !drop {
+				out[k] = removePointers(e, sub)
+			}
+		}
+		return out
+	case []any:
+		out := []any{}
+		for i, e := range x {
+			if drop, sub := step(strconv.Itoa(i)); !drop {
+				out = append(out, removePointers(e, sub))
+			}
+		}
+		return out
+	}
+	return v
+}
