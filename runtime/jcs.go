@@ -45,6 +45,9 @@ type canonicalizer struct {
 	// followed by in[vs:ve]. Input that is already canonical (most of it)
 	// is copied in long runs instead of token by token.
 	vs, ve int
+	// flushes counts flush calls: a member during which it does not move
+	// was copied from the input in one verbatim run.
+	flushes int
 	// shapes caches, per nesting depth, the last unsorted object's keys
 	// (in document order) and the permutation that sorts them: arrays of
 	// records repeat one shape, and then sorting is a lookup.
@@ -64,6 +67,8 @@ type jsonMember struct {
 	ks, ke int32 // key bytes: keys[ks:ke] if arena, else in[ks:ke]
 	os, oe int32 // the member ("key":value) in c.out
 	idx    int32 // position in the document (for the shape cache)
+	is, ie int32 // the member in c.in, if verb
+	verb   bool  // the member's canonical form is in[is:ie]
 	arena  bool  // key was unescaped into c.keys
 	slow   bool  // key has a byte >= 0xEE: compare with compareUTF16
 }
@@ -164,6 +169,7 @@ func (c *canonicalizer) flush() {
 		c.out = append(c.out, c.in[c.vs:c.ve]...)
 	}
 	c.vs = c.ve
+	c.flushes++
 }
 
 // verbatim appends in[s:e], which is already canonical, to the output.
@@ -752,6 +758,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	count := 0
 	commaPos := 0
 	var prev []byte // the previous member's key
+	allVerb := true // every member is verbatim (mp.verb)
 	for {
 		if pos < len(in) && in[pos] != '"' {
 			pos = skipWS(in, pos)
@@ -807,6 +814,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(commaPos, commaPos+1)
 		}
 		os := c.olen()
+		verb := false
 		switch {
 		case esc:
 			c.flush()
@@ -814,10 +822,12 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.out = append(c.out, ':')
 		case end+1 == pos:
 			c.verbatim(kq, pos) // compact "key":
+			verb = true
 		default:
 			c.verbatim(kq, end)
 			c.verbatim(pos-1, pos)
 		}
+		flushes := c.flushes
 		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
 			return pos, err
 		}
@@ -825,6 +835,10 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.flush()
 			c.out = c.out[:os-comma]
 		} else {
+			// No flush since the compact key: the member's output is the
+			// contiguous input in[kq:pos].
+			verb = verb && flushes == c.flushes
+			allVerb = allVerb && verb
 			n := len(c.mem)
 			if count > 0 && sorted {
 				var cmp int
@@ -853,6 +867,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			}
 			mp := &c.mem[n]
 			mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(c.olen())
+			mp.is, mp.ie, mp.verb = int32(kq), int32(pos), verb
 			mp.arena = esc
 			count++
 		}
@@ -871,7 +886,6 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		break
 	}
 	if !sorted {
-		c.flush()
 		ms := c.mem[base:]
 		var perm []int32 // nil: ms itself is sorted
 		if shapeOff >= 0 && shapeOff == len(sc.keys) && len(ms) == len(sc.perm) {
@@ -904,21 +918,44 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 				}
 			}
 		}
-		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
-		out := c.out
-		o := objStart
-		for i := range ms {
-			m := &ms[i]
-			if perm != nil {
-				m = &ms[perm[i]]
+		if allVerb {
+			// Drop the members from the output and copy them from the
+			// input in sorted order.
+			if d := c.olen() - objStart; d <= c.ve-c.vs {
+				c.ve -= d
+			} else {
+				c.ve = c.vs
+				c.out = c.out[:objStart]
 			}
-			if i > 0 {
-				out[o] = ','
-				o++
+			c.flush()
+			for i := range ms {
+				m := &ms[i]
+				if perm != nil {
+					m = &ms[perm[i]]
+				}
+				if i > 0 {
+					c.out = append(c.out, ',')
+				}
+				c.out = append(c.out, in[m.is:m.ie]...)
 			}
-			o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
+		} else {
+			c.flush()
+			c.scratch = append(c.scratch[:0], c.out[objStart:]...)
+			out := c.out
+			o := objStart
+			for i := range ms {
+				m := &ms[i]
+				if perm != nil {
+					m = &ms[perm[i]]
+				}
+				if i > 0 {
+					out[o] = ','
+					o++
+				}
+				o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
+			}
+			c.out = out[:o]
 		}
-		c.out = out[:o]
 		c.vs, c.ve = pos, pos
 	}
 	c.verbatim(pos, pos+1) // '}'
