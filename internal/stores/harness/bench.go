@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,3 +134,67 @@ func Bench(b *testing.B, st idemrt.Store, base Baseline) {
 }
 
 func procs() int { return runtime.GOMAXPROCS(0) }
+
+// phase runs fn from Clients goroutines for d and returns how many calls
+// completed.
+func phase(b *testing.B, d time.Duration, fn func(ctx context.Context, i int64) error) int64 {
+	var n, done atomic.Int64
+	ctx := context.Background()
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if err := fn(ctx, n.Add(1)); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return done.Load()
+}
+
+// Ratios measures the two comparisons of the targets with their sides
+// interleaved: rounds of 250 ms of plain INSERT, new keys through the
+// wrapper, primary-key SELECT and replays through the wrapper, 16 clients
+// each, so that a load change on a shared machine hits both sides of a
+// ratio alike. It reports requests per second of each side and the ratios
+// newkey/insert and replay/select (targets: 0.45 and 0.85).
+func Ratios(b *testing.B, st idemrt.Store, base Baseline) {
+	run := fmt.Sprintf("r%d", time.Now().UnixNano())
+	serve := server(b, st)
+	const replayKeys = 1000
+	for i := range replayKeys {
+		if err := serve(fmt.Sprintf("%s-replay-%d", run, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const slice = 250 * time.Millisecond
+	var ins, nk, sel, rep int64
+	var elapsed time.Duration
+	b.ResetTimer()
+	for round := range b.N * 8 {
+		sub := fmt.Sprintf("%s-%d", run, round)
+		ins += phase(b, slice, func(ctx context.Context, i int64) error { return base.Insert(ctx, fmt.Sprintf("%s-%d", sub, i)) })
+		nk += phase(b, slice, func(ctx context.Context, i int64) error { return serve(fmt.Sprintf("%s-new-%d", sub, i)) })
+		sel += phase(b, slice, func(ctx context.Context, i int64) error {
+			return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows))))
+		})
+		rep += phase(b, slice, func(ctx context.Context, i int64) error {
+			return serve(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
+		})
+		elapsed += slice
+	}
+	s := elapsed.Seconds()
+	b.ReportMetric(float64(ins)/s, "insert/s")
+	b.ReportMetric(float64(nk)/s, "newkey/s")
+	b.ReportMetric(float64(sel)/s, "select/s")
+	b.ReportMetric(float64(rep)/s, "replay/s")
+	b.ReportMetric(float64(nk)/float64(ins), "newkey/insert")
+	b.ReportMetric(float64(rep)/float64(sel), "replay/select")
+}

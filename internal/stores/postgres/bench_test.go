@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -14,6 +15,19 @@ import (
 //
 //	go test ./internal/stores/postgres -run '^$' -bench Store -benchtime 5s
 func BenchmarkStore(b *testing.B) {
+	st, base := benchSetup(b)
+	harness.Bench(b, st, base)
+}
+
+// BenchmarkRatio measures the target ratios with interleaved sides:
+//
+//	go test ./internal/stores/postgres -run '^$' -bench Ratio -benchtime 1x -count 5
+func BenchmarkRatio(b *testing.B) {
+	st, base := benchSetup(b)
+	harness.Ratios(b, st, base)
+}
+
+func benchSetup(b *testing.B) (idemrt.Store, harness.Baseline) {
 	db := newTestDB(b)
 	pool := db.pool(b, func(c *pgxpool.Config) { c.MaxConns = harness.Clients })
 	ctx := context.Background()
@@ -32,7 +46,7 @@ func BenchmarkStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	harness.Bench(b, st, harness.Baseline{
+	return st, harness.Baseline{
 		Insert: func(ctx context.Context, id string) error {
 			_, err := pool.Exec(ctx, "INSERT INTO plain (id, body) VALUES ($1, $2)", id, body)
 			return err
@@ -43,5 +57,5 @@ func BenchmarkStore(b *testing.B) {
 		},
 		Preloaded: preloaded,
 		Rows:      rows,
-	})
+	}
 }

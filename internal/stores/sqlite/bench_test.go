@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // BenchmarkStore: 16 concurrent clients through the wrapper (new keys,
@@ -13,6 +14,19 @@ import (
 //
 //	go test ./internal/stores/sqlite -run '^$' -bench Store -benchtime 5s
 func BenchmarkStore(b *testing.B) {
+	st, base := benchSetup(b)
+	harness.Bench(b, st, base)
+}
+
+// BenchmarkRatio measures the target ratios with interleaved sides:
+//
+//	go test ./internal/stores/sqlite -run '^$' -bench Ratio -benchtime 1x -count 5
+func BenchmarkRatio(b *testing.B) {
+	st, base := benchSetup(b)
+	harness.Ratios(b, st, base)
+}
+
+func benchSetup(b *testing.B) (idemrt.Store, harness.Baseline) {
 	db := newTestDB(b)
 	conn := db.open(b)
 	conn.SetMaxOpenConns(harness.Clients)
@@ -33,7 +47,7 @@ func BenchmarkStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	harness.Bench(b, st, harness.Baseline{
+	return st, harness.Baseline{
 		Insert: func(ctx context.Context, id string) error {
 			_, err := conn.ExecContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)", id, body)
 			return err
@@ -44,5 +58,5 @@ func BenchmarkStore(b *testing.B) {
 		},
 		Preloaded: preloaded,
 		Rows:      rows,
-	})
+	}
 }
