@@ -57,6 +57,43 @@ type canonicalizer struct {
 type objShape struct {
 	keys []byte // keys in document order, each followed by 0xFF
 	perm []int32
+	kw   []keyWords // per key: its compact input form, to match in place
+}
+
+// keyWords holds the compact input form `key":` of a short key without
+// quotes, backslashes or control characters, as two little-endian words
+// and the masks of their meaningful bytes: a key in the input whose 16
+// bytes after the opening quote match under the masks is that key,
+// followed by its closing quote and the colon. n is the length of
+// `key":` (0: the key is too long or needs escapes).
+type keyWords struct {
+	w0, w1, m0, m1 uint64
+	n              int32
+}
+
+func makeKeyWords(k []byte) keyWords {
+	if len(k)+2 > 16 {
+		return keyWords{}
+	}
+	for _, b := range k {
+		if b < 0x20 || b == '"' || b == '\\' {
+			return keyWords{}
+		}
+	}
+	var b [16]byte
+	n := copy(b[:], k)
+	b[n], b[n+1] = '"', ':'
+	n += 2
+	kw := keyWords{n: int32(n)}
+	kw.w0 = binary.LittleEndian.Uint64(b[:8])
+	kw.w1 = binary.LittleEndian.Uint64(b[8:])
+	if n >= 8 {
+		kw.m0 = math.MaxUint64
+		kw.m1 = 1<<(8*uint(n-8)) - 1
+	} else {
+		kw.m0 = 1<<(8*uint(n)) - 1
+	}
+	return kw
 }
 
 type jsonMember struct {
@@ -770,7 +807,18 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		var err error
 		esc := false
 		end := 0
-		if kq+17 <= len(in) { // see strStops
+		fast := false // the key is the next key of the cached shape
+		if shapeOff >= 0 && count < len(sc.kw) && kq+17 <= len(in) {
+			kw := &sc.kw[count]
+			if kw.n > 0 && (binary.LittleEndian.Uint64(in[kq+1:])^kw.w0)&kw.m0 == 0 &&
+				(binary.LittleEndian.Uint64(in[kq+9:])^kw.w1)&kw.m1 == 0 {
+				fast = true
+				end = kq + int(kw.n) // after `key"`, at the colon
+			}
+		}
+		if fast {
+			// end is set
+		} else if kq+17 <= len(in) { // see strStops
 			off, m := kq+1, strStops(binary.LittleEndian.Uint64(in[kq+1:]))
 			if m == 0 {
 				off, m = kq+9, strStops(binary.LittleEndian.Uint64(in[kq+9:]))
@@ -854,7 +902,9 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			}
 			prev = key
 			if shapeOff >= 0 {
-				if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
+				if fast {
+					shapeOff += len(key) + 1
+				} else if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
 					shapeOff = e + 1
 				} else {
 					shapeOff = -1
@@ -895,9 +945,12 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		} else {
 			if sc != nil {
 				sc.keys = sc.keys[:0]
+				sc.kw = sc.kw[:0]
 				for i := range ms {
-					sc.keys = append(sc.keys, c.keyBytes(&ms[i])...)
+					k := c.keyBytes(&ms[i])
+					sc.keys = append(sc.keys, k...)
 					sc.keys = append(sc.keys, 0xff)
+					sc.kw = append(sc.kw, makeKeyWords(k))
 					ms[i].idx = int32(i)
 				}
 			}

@@ -550,3 +550,37 @@ func removePointers(v any, toks [][]string) any {
 	}
 	return v
 }
+
+// Arrays of records reuse the sort order (and the in-place key match) of
+// the previous object at the same depth; objects that differ from it in
+// any way must still canonicalise exactly.
+func TestCanonicalShapeCache(t *testing.T) {
+	first := `{"b":1,"a":2}`
+	for _, next := range []string{
+		`{"b":1,"a":2}`, `{"b":3,"a":{"d":1,"c":2}}`, `{"b":1,"a":2,"c":3}`, `{"b":1}`, `{"a":1,"b":2}`,
+		`{"\u0062":1,"a":2}`, `{"b" :1, "a":2}`, `{"bb":1,"a":2}`, `{"":1,"a":2}`, `{"b":1,"\u0061":2}`,
+		`{"b\"":1,"a":2}`, `{"b":1,"a":2,"a":3}`, `{"b":1,"b":2}`, `{"b":1,"a":2,"é":3,"\ud83d\ude00":4}`,
+	} {
+		for _, doc := range []string{
+			"[" + first + "," + next + "]",
+			"[" + first + "," + next + "," + first + "," + next + "]",
+			`[{"sixsix":1,"fourteen_chars":2,"fifteen__chars!":3,"a_key_well_over_16_bytes":4},` + next + "]",
+			`[{"sixsix":1,"fourteen_chars":2,"fifteen__chars!":3,"a_key_well_over_16_bytes":4},{"sixsix":1,"fourteen_chars":2,"fifteen__chars!":3,"a_key_well_over_16_bytes":4}]`,
+			`[{"sixsix":1,"fourteen_chars":2},{"sixsix":1,"fourteen_charz":2}]`,
+			`[{"b":1,"a":2},{"b":1,"a":2}]`, // the last key ends near the end of the input
+			"[" + first + ",[" + next + "]," + next + "]",
+		} {
+			got, err := idemrt.CanonicalJSON([]byte(doc))
+			if hasDuplicateKeys([]byte(doc)) {
+				if err == nil {
+					t.Errorf("%s: duplicate key accepted as %s", doc, got)
+				}
+				continue
+			}
+			want, rerr := referenceCanonical([]byte(doc))
+			if err != nil || rerr != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s:\n got %s (%v)\nwant %s (%v)", doc, got, err, want, rerr)
+			}
+		}
+	}
+}
