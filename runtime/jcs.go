@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -323,7 +322,20 @@ func (c *canonicalizer) literal(pos int, lit string) (int, error) {
 // scanString finds the end of the string starting at in[pos] == '"'. It
 // returns the index after the closing quote and whether it holds escapes.
 func scanString(in []byte, pos int) (int, bool, error) {
-	esc := false
+	end, esc, err := scanStr(in, pos)
+	return end, esc != escNone, err
+}
+
+// What scanStr found in a string.
+const (
+	escNone  = iota // no escapes
+	escCanon        // only escapes that RFC 8785 writes as they are
+	escOther        // escapes that canonicalisation rewrites (\/, \u...)
+)
+
+// scanStr is scanString that also tells whether the escapes are canonical.
+func scanStr(in []byte, pos int) (int, int, error) {
+	esc := escNone
 	i := pos + 1
 	for {
 		// Eight bytes at a time: the lowest flagged byte of the SWAR test is
@@ -342,27 +354,38 @@ func scanString(in []byte, pos int) (int, bool, error) {
 				i++
 			}
 			if i >= len(in) {
-				return i, false, errNotJSON
+				return i, escNone, errNotJSON
 			}
 		}
 		switch in[i] {
 		case '"':
 			return i + 1, esc, nil
 		case '\\':
-			esc = true
+			if esc == escNone {
+				esc = escCanon
+			}
+			if i+1 < len(in) {
+				switch in[i+1] {
+				case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				default:
+					// \/ and all \u escapes take the slow path (which
+					// also validates them).
+					esc = escOther
+				}
+			}
 			i += 2
 		default:
-			return i, false, errNotJSON
+			return i, escNone, errNotJSON
 		}
 	}
 }
 
 func (c *canonicalizer) str(pos int) (int, error) {
-	end, esc, err := scanString(c.in, pos)
+	end, esc, err := scanStr(c.in, pos)
 	if err != nil {
 		return end, err
 	}
-	if !esc || canonEscapes(c.in[pos+1:end-1]) {
+	if esc != escOther {
 		// Valid UTF-8 without control characters and with only canonical
 		// escapes is canonical.
 		c.verbatim(pos, end)
@@ -379,52 +402,6 @@ func (c *canonicalizer) str(pos int) (int, error) {
 }
 
 const hexDigits = "0123456789abcdef"
-
-// canonEscapes reports whether every escape in the body of a JSON string
-// is the one RFC 8785 writes: \" \\ \b \f \n \r \t, or \u00xx (lower-case
-// hex) for the other control characters.
-func canonEscapes(s []byte) bool {
-	for {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			return true
-		}
-		if i+1 >= len(s) {
-			return false
-		}
-		switch s[i+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't':
-			s = s[i+2:]
-		case 'u':
-			if i+6 > len(s) || s[i+2] != '0' || s[i+3] != '0' {
-				return false
-			}
-			var r byte
-			switch h := s[i+4]; h {
-			case '0':
-			case '1':
-				r = 0x10
-			default:
-				return false
-			}
-			switch l := s[i+5]; {
-			case '0' <= l && l <= '9':
-				r |= l - '0'
-			case 'a' <= l && l <= 'f':
-				r |= l - 'a' + 10
-			default:
-				return false
-			}
-			switch r {
-			case '\b', '\t', '\n', '\f', '\r':
-				return false
-			}
-			s = s[i+6:]
-		default:
-			return false
-		}
-	}
-}
 
 // unescapeJSON decodes the body of a JSON string (between the quotes) and
 // appends it to dst, re-escaped canonically when canon is set, raw
