@@ -647,6 +647,36 @@ func StoreCut(t *testing.T, b, direct *Backend, proxy *Proxy) {
 	if txRuns.Load() != 2 {
 		t.Errorf("transactional handler ran %d times, want 2 (the cut attempt, rolled back, and the retry)", txRuns.Load())
 	}
+
+	// Not transactional: the store goes away after the handler's own write,
+	// before the completion. The client still gets the handler's response;
+	// the record stays in progress (not half-completed) until its lease
+	// ends, and then a retry runs the handler again (CONTRACT §4; this is
+	// what transactional mode is for).
+	key = UniqueKey(t, "cut-plain")
+	var plainRuns atomic.Int64
+	cutOnce = true
+	hp := Wrap(t, b.Store, false, Handler(b, "w3", &plainRuns, func(*http.Request) {
+		if cutOnce {
+			cutOnce = false
+			proxy.Cut()
+		}
+	}), idemrt.Hooks{})
+	wantStatus(t, Do(hp, key), http.StatusCreated, "attempt whose completion was cut")
+	proxy.Restore()
+	// 409, or 503 if the pool hands out a connection the cut broke.
+	if w := Do(hp, key); (w.Code != http.StatusConflict && w.Code != http.StatusServiceUnavailable) || plainRuns.Load() != 1 {
+		t.Errorf("retry during the lease after a failed completion: %d with %d runs, want 409 (or 503) and 1", w.Code, plainRuns.Load())
+	}
+	w = retryUntil(t, hp, key, 10*time.Second)
+	wantStatus(t, w, http.StatusCreated, "retry after the lease")
+	if w.Header().Get("Idempotent-Replayed") == "true" {
+		t.Error("the cut attempt's result was saved")
+	}
+	wantReplay(t, Do(hp, key), "w3", "second retry")
+	if plainRuns.Load() != 2 || effects(t, direct, key) != 2 {
+		t.Errorf("%d runs, %d effect rows; want 2, 2 (the cut attempt's and the retry's)", plainRuns.Load(), effects(t, direct, key))
+	}
 }
 
 // ChildStorm runs in a helper process: it prints READY, waits for a line
