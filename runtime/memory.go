@@ -21,7 +21,11 @@ type MemoryStore struct {
 }
 
 type memRecord struct {
-	completed          bool
+	completed bool
+	// released: the attempt gave the key back. The record stays (as in the
+	// SQL stores) so that the next claim continues the epoch count and a
+	// worker fenced out before the release stays fenced out.
+	released           bool
 	epoch              int64
 	fingerprint        [32]byte
 	fingerprintVersion int
@@ -62,10 +66,11 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 	defer s.mu.Unlock()
 	now := s.now()
 	rec, ok := s.records[req.RecordKey]
-	if ok && !now.Before(rec.expiresAt) {
-		// Expired: treated as absent. The epoch keeps counting so that a
-		// worker still holding the old epoch stays fenced.
+	if ok && (rec.released || !now.Before(rec.expiresAt)) {
+		// Released or expired: treated as absent. The epoch keeps counting
+		// so that a worker still holding an old epoch stays fenced.
 		rec.completed = false
+		rec.released = false
 		rec.response = nil
 		rec.epoch++
 		rec.fingerprint = req.Fingerprint
@@ -125,7 +130,7 @@ func (s *MemoryStore) Complete(ctx context.Context, c Completion) error {
 
 func (s *MemoryStore) completeLocked(c Completion) error {
 	rec, ok := s.records[c.RecordKey]
-	if !ok || rec.completed || rec.epoch != c.Epoch {
+	if !ok || !rec.owned(c.Epoch) {
 		return ErrFenced
 	}
 	rec.completed = true
@@ -142,11 +147,16 @@ func (s *MemoryStore) Release(ctx context.Context, key RecordKey, epoch int64) e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
-	if !ok || rec.completed || rec.epoch != epoch {
+	if !ok || !rec.owned(epoch) {
 		return ErrFenced
 	}
-	delete(s.records, key)
+	rec.released = true
 	return nil
+}
+
+// owned reports whether the record is in progress at epoch.
+func (r *memRecord) owned(epoch int64) bool {
+	return !r.completed && !r.released && r.epoch == epoch
 }
 
 // Sweep implements Store.
@@ -196,7 +206,7 @@ func (t *memTx) Complete(ctx context.Context, c Completion) error {
 	}
 	t.s.mu.Lock()
 	rec, ok := t.s.records[c.RecordKey]
-	fenced := !ok || rec.completed || rec.epoch != c.Epoch
+	fenced := !ok || !rec.owned(c.Epoch)
 	t.s.mu.Unlock()
 	if fenced {
 		return ErrFenced

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idemrt.Store) {
 		{"StaleEpochFencedOnRelease", s.fencedRelease},
 		{"LateCompletionWithoutTakeover", s.lateCompletion},
 		{"ReleaseThenReclaim", s.releaseReclaim},
+		{"FencedAcrossRelease", s.fencedAcrossRelease},
 		{"CompletedRecordCannotBeReleased", s.releaseCompleted},
 		{"ExpiredCompletedIsAbsent", s.expiredCompleted},
 		{"Tombstone", s.tombstone},
@@ -382,11 +383,10 @@ func (s *suite) releaseReclaim(t *testing.T, st idemrt.Store) {
 	if check.Fingerprint != fp("b") {
 		t.Errorf("fingerprint after re-claim = %x, want the new claim's", check.Fingerprint)
 	}
-	// The first owner cannot release the new claim.
-	if again.Epoch == res.Epoch {
-		// Stores may restart epochs at 1 after a release (the record was
-		// deleted); the old owner already released, so nothing to fence.
-		return
+	// The first owner cannot release the new claim: epochs go on counting
+	// across a release (see fencedAcrossRelease).
+	if again.Epoch <= res.Epoch {
+		t.Errorf("epoch after release = %d, want more than %d", again.Epoch, res.Epoch)
 	}
 	if err := st.Release(context.Background(), k, res.Epoch); !errors.Is(err, idemrt.ErrFenced) {
 		t.Errorf("second Release with the old epoch: err = %v, want ErrFenced", err)
@@ -729,4 +729,53 @@ func (s *suite) caseSensitive(t *testing.T, st idemrt.Store) {
 	scoped2.Scope = lower.Scope + "-scope"
 	wantState(t, mustClaim(t, st, claimReq(scoped, fp("a"), longLease, longTTL)), idemrt.Acquired)
 	wantState(t, mustClaim(t, st, claimReq(scoped2, fp("a"), longLease, longTTL)), idemrt.Acquired)
+}
+
+// fencedAcrossRelease: worker A's lease ends, B takes the key over and
+// releases it, C claims it. A's late completion must still be fenced: a
+// store that deleted released records and restarted epochs at 1 would let
+// A overwrite C's record.
+func (s *suite) fencedAcrossRelease(t *testing.T, st idemrt.Store) {
+	ctx := context.Background()
+	k := s.key(t)
+	req := func(lease time.Duration) idemrt.ClaimRequest {
+		return idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour}
+	}
+	a, err := st.Claim(ctx, req(shortLease))
+	if err != nil || a.State != idemrt.Acquired {
+		t.Fatalf("A's claim: %+v, %v", a, err)
+	}
+	time.Sleep(pastLease)
+	b, err := st.Claim(ctx, req(time.Minute))
+	if err != nil || b.State != idemrt.Acquired || !b.TakenOver {
+		t.Fatalf("B's takeover: %+v, %v", b, err)
+	}
+	if err := st.Release(ctx, k, b.Epoch); err != nil {
+		t.Fatalf("B's release: %v", err)
+	}
+	c, err := st.Claim(ctx, req(time.Minute))
+	if err != nil || c.State != idemrt.Acquired || c.TakenOver {
+		t.Fatalf("C's claim after the release: %+v, %v", c, err)
+	}
+	if c.Epoch <= b.Epoch {
+		t.Errorf("C's epoch %d does not follow B's %d", c.Epoch, b.Epoch)
+	}
+	late := idemrt.Completion{RecordKey: k, Epoch: a.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{Status: 200, Body: []byte("A")}}
+	if err := st.Complete(ctx, late); err != idemrt.ErrFenced {
+		t.Fatalf("A's late completion: %v, want ErrFenced", err)
+	}
+	if err := st.Release(ctx, k, b.Epoch); err != idemrt.ErrFenced {
+		t.Errorf("B's second release: %v, want ErrFenced", err)
+	}
+	got, err := st.Claim(ctx, req(time.Minute))
+	if err != nil || got.State != idemrt.InProgress || got.Epoch != c.Epoch {
+		t.Errorf("after A's late completion: %+v, %v; want C's record in progress at epoch %d", got, err, c.Epoch)
+	}
+	if err := st.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: c.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{Status: 201, Body: []byte("C")}}); err != nil {
+		t.Fatalf("C's completion: %v", err)
+	}
+	got, err = st.Claim(ctx, req(time.Minute))
+	if err != nil || got.State != idemrt.Completed || string(got.Response.Body) != "C" {
+		t.Errorf("replay: %+v, %v; want C's response", got, err)
+	}
 }

@@ -748,55 +748,6 @@ func StormProcesses(t *testing.T, b *Backend, start func(t *testing.T, mode, key
 	}
 }
 
-// FencedAcrossRelease: worker A's lease ends, B takes the key over and
-// releases it, C claims it. A's late completion must still be fenced: a
-// store that deleted released records and restarted epochs at 1 would let
-// A overwrite C's record.
-func FencedAcrossRelease(t *testing.T, st idemrt.Store) {
-	ctx := context.Background()
-	k := idemrt.RecordKey{Scope: "fence", Key: UniqueKey(t, "fence")}
-	req := func(lease time.Duration) idemrt.ClaimRequest {
-		return idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour}
-	}
-	a, err := st.Claim(ctx, req(300*time.Millisecond))
-	if err != nil || a.State != idemrt.Acquired {
-		t.Fatalf("A's claim: %+v, %v", a, err)
-	}
-	time.Sleep(450 * time.Millisecond)
-	b, err := st.Claim(ctx, req(time.Minute))
-	if err != nil || b.State != idemrt.Acquired || !b.TakenOver {
-		t.Fatalf("B's takeover: %+v, %v", b, err)
-	}
-	if err := st.Release(ctx, k, b.Epoch); err != nil {
-		t.Fatalf("B's release: %v", err)
-	}
-	c, err := st.Claim(ctx, req(time.Minute))
-	if err != nil || c.State != idemrt.Acquired || c.TakenOver {
-		t.Fatalf("C's claim after the release: %+v, %v", c, err)
-	}
-	if c.Epoch <= b.Epoch {
-		t.Errorf("C's epoch %d does not follow B's %d", c.Epoch, b.Epoch)
-	}
-	late := idemrt.Completion{RecordKey: k, Epoch: a.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{Status: 200, Body: []byte("A")}}
-	if err := st.Complete(ctx, late); err != idemrt.ErrFenced {
-		t.Fatalf("A's late completion: %v, want ErrFenced", err)
-	}
-	if err := st.Release(ctx, k, b.Epoch); err != idemrt.ErrFenced {
-		t.Errorf("B's second release: %v, want ErrFenced", err)
-	}
-	got, err := st.Claim(ctx, req(time.Minute))
-	if err != nil || got.State != idemrt.InProgress || got.Epoch != c.Epoch {
-		t.Errorf("after A's late completion: %+v, %v; want C's record in progress at epoch %d", got, err, c.Epoch)
-	}
-	if err := st.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: c.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{Status: 201, Body: []byte("C")}}); err != nil {
-		t.Fatalf("C's completion: %v", err)
-	}
-	got, err = st.Claim(ctx, req(time.Minute))
-	if err != nil || got.State != idemrt.Completed || string(got.Response.Body) != "C" {
-		t.Errorf("replay: %+v, %v; want C's response", got, err)
-	}
-}
-
 // LargeResponse saves and replays a response just over the contract's
 // default max-response-bytes (1 MiB), with every byte value, and a
 // multi-valued header with a value that is not UTF-8.

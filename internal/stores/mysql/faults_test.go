@@ -196,11 +196,6 @@ func TestPrimaryOnly(t *testing.T) {
 	}
 }
 
-func TestFencedAcrossRelease(t *testing.T) {
-	db := newTestDB(t)
-	harness.FencedAcrossRelease(t, db.store(t))
-}
-
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))

@@ -193,11 +193,6 @@ func TestPrimaryOnly(t *testing.T) {
 
 var _ = pgx.ErrNoRows
 
-func TestFencedAcrossRelease(t *testing.T) {
-	db := newTestDB(t)
-	harness.FencedAcrossRelease(t, db.store(t))
-}
-
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))

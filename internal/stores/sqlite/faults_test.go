@@ -156,11 +156,6 @@ func TestNewStoreRefuses(t *testing.T) {
 	}
 }
 
-func TestFencedAcrossRelease(t *testing.T) {
-	db := newTestDB(t)
-	harness.FencedAcrossRelease(t, db.store(t))
-}
-
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))
