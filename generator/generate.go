@@ -15,7 +15,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 
 	"github.com/idemgen/idemgen/templates"
@@ -60,17 +59,6 @@ const PoliciesFile = "idemgen_policies.go"
 // ErrConfig wraps errors in Config itself (as opposed to the spec's).
 var ErrConfig = errors.New("invalid configuration")
 
-var tableRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
-// ValidateTable checks a key table name: an unquoted SQL identifier of 1
-// to 63 characters, [a-z_][a-z0-9_]*.
-func ValidateTable(name string) error {
-	if !tableRE.MatchString(name) {
-		return fmt.Errorf("%w: table name %q: want 1 to 63 characters of [a-z0-9_], not starting with a digit", ErrConfig, name)
-	}
-	return nil
-}
-
 func (c *Config) check() error {
 	var errs []error
 	if c.Spec == "" {
@@ -89,8 +77,8 @@ func (c *Config) check() error {
 		}
 	}
 	if c.Table != "" {
-		if err := ValidateTable(c.Table); err != nil {
-			errs = append(errs, err)
+		if err := templates.ValidateTable(c.Table); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
 		}
 	}
 	return errors.Join(errs...)

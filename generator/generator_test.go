@@ -189,7 +189,8 @@ func TestConfigErrors(t *testing.T) {
 		{Spec: "x", Package: "api"},
 		{Spec: "x", Package: "api", Dialect: "oracle"},
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "Keys"},
-		{Spec: "x", Package: "api", Dialect: "postgres", Table: strings.Repeat("k", 64)},
+		{Spec: "x", Package: "api", Dialect: "postgres", Table: strings.Repeat("k", 49)},
+		{Spec: "x", Package: "api", Dialect: "postgres", Table: "select"},
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "1keys"},
 		{Package: "api", SkipStore: true},
 	}
@@ -198,9 +199,10 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want ErrConfig", c, err)
 		}
 	}
-	for _, ok := range []string{"idempotency_keys", "_k", strings.Repeat("k", 63), "k2"} {
-		if err := ValidateTable(ok); err != nil {
-			t.Errorf("ValidateTable(%q): %v", ok, err)
+	for _, ok := range []string{"idempotency_keys", "_k", strings.Repeat("k", 48), "k2"} {
+		c := Config{Spec: "x", Package: "api", Dialect: "postgres", Table: ok}
+		if err := c.check(); err != nil {
+			t.Errorf("table %q: %v", ok, err)
 		}
 	}
 }
