@@ -115,19 +115,25 @@ func TestRenderRejects(t *testing.T) {
 	}
 }
 
-// sqlcCommand runs the pinned sqlc: $IDEMGEN_SQLC if set (a prebuilt
-// binary), else go tool -modfile=tools.mod sqlc.
-func sqlcCommand(t *testing.T, dir string, args ...string) {
+// sqlcGenerate runs the pinned sqlc's generate on dir/idemgen_sqlc.yaml:
+// $IDEMGEN_SQLC if set (a prebuilt binary), else go tool -modfile=tools.mod
+// sqlc, run from the repository root (go tool needs the main module; sqlc
+// reads the paths in the yaml relative to the yaml).
+func sqlcGenerate(t *testing.T, dir string) {
 	t.Helper()
+	yaml, err := filepath.Abs(filepath.Join(dir, "idemgen_sqlc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cmd *exec.Cmd
 	if bin := os.Getenv("IDEMGEN_SQLC"); bin != "" {
-		cmd = exec.Command(bin, args...)
+		cmd = exec.Command(bin, "generate", "-f", yaml)
 	} else {
-		cmd = exec.Command("go", append([]string{"tool", "-modfile=" + filepath.Join(testutil.RepoRoot(), "tools.mod"), "sqlc"}, args...)...)
+		cmd = exec.Command("go", "tool", "-modfile=tools.mod", "sqlc", "generate", "-f", yaml)
 	}
-	cmd.Dir = dir
+	cmd.Dir = testutil.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("sqlc %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+		t.Fatalf("sqlc generate -f %s: %v\n%s", yaml, err, out)
 	}
 }
 
@@ -143,7 +149,7 @@ func TestSqlcOutput(t *testing.T) {
 	for _, dialect := range Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			if *testutil.Update {
-				sqlcCommand(t, dialect, "generate", "-f", "idemgen_sqlc.yaml")
+				sqlcGenerate(t, dialect)
 			}
 			files, err := Render(Data{Package: "acmeidem", Dialect: dialect, Table: "acme_request_keys"})
 			if err != nil {
@@ -155,7 +161,7 @@ func TestSqlcOutput(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sqlcCommand(t, dir, "generate", "-f", "idemgen_sqlc.yaml")
+			sqlcGenerate(t, dir)
 			entries, err := os.ReadDir(dir)
 			if err != nil {
 				t.Fatal(err)
