@@ -1,64 +1,44 @@
--- name: Claim :one
--- Claim looks the key up and, when it is absent, expired, released, or in
--- progress with an ended lease, claims it, in one statement. A live record is
--- returned as it is (acquired = false) and nothing is written. No row means
--- a concurrent claim committed after this statement's snapshot: run it again.
-WITH existing AS (
-    SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until,
-           k.expires_at, k.status, k.headers, k.body, k.tombstone
-    FROM subscription_keys k
-    WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
-), ins AS (
-    INSERT INTO subscription_keys AS t (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-        lease_until, expires_at, status, headers, body, tombstone)
-    SELECT sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer, 1, 1,
-           now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-           now() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
-    WHERE NOT EXISTS (
-        SELECT 1 FROM existing e
-        WHERE e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now())))
-    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-        fingerprint = excluded.fingerprint,
-        fingerprint_version = excluded.fingerprint_version,
-        state = 1,
-        epoch = t.epoch + 1,
-        lease_until = excluded.lease_until,
-        expires_at = excluded.expires_at,
-        status = 0,
-        headers = '\x'::bytea,
-        body = '\x'::bytea,
-        tombstone = false
-    WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
-    RETURNING t.state, t.epoch, t.fingerprint, t.fingerprint_version
-)
-SELECT false AS acquired,
-       false AS taken_over,
-       e.state, e.epoch, e.fingerprint, e.fingerprint_version,
-       (extract(epoch FROM e.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
-       e.status, e.headers, e.body, e.tombstone
-FROM existing e
-WHERE NOT EXISTS (SELECT 1 FROM ins)
-  AND e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now()))
-UNION ALL
-SELECT true,
-       EXISTS (SELECT 1 FROM existing e WHERE e.state = 1 AND e.expires_at > now()),
-       i.state, i.epoch, i.fingerprint, i.fingerprint_version,
-       sqlc.arg(lease_ms)::bigint,
-       0, '\x'::bytea, '\x'::bytea, false
-FROM ins i;
-
 -- name: Lookup :one
 -- Lookup reads the record of a key and whether it is live (unexpired, and
 -- completed or within its lease) on the database's clock. A replay or a
--- conflict costs this one read; Claim runs only when it finds no live record.
+-- conflict costs this one read; Acquire runs only when it finds no live
+-- record.
 SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
        (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
+       (k.expires_at > now())::boolean AS unexpired,
        (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
        k.status, k.headers, k.body, k.tombstone
 FROM subscription_keys k
 WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
+
+-- name: Acquire :one
+-- Acquire claims a key that is absent, expired, released, or in progress
+-- with an ended lease, in one statement: ON CONFLICT ... DO UPDATE ... WHERE
+-- re-checks those conditions on the row under its lock (a concurrent
+-- inserter is waited for and the condition evaluated on the row it
+-- committed). No row back means another attempt holds the key: read again.
+INSERT INTO subscription_keys AS t (
+    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+    lease_until, expires_at, status, headers, body, tombstone)
+VALUES (
+    sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
+    sqlc.arg(fingerprint_version), 1, 1,
+    now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    now() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    0, '\x'::bytea, '\x'::bytea, false)
+ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+    fingerprint = excluded.fingerprint,
+    fingerprint_version = excluded.fingerprint_version,
+    state = 1,
+    epoch = t.epoch + 1,
+    lease_until = excluded.lease_until,
+    expires_at = excluded.expires_at,
+    status = 0,
+    headers = '\x'::bytea,
+    body = '\x'::bytea,
+    tombstone = false
+WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
+RETURNING t.epoch;
 
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the

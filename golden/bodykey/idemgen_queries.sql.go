@@ -9,55 +9,32 @@ import (
 	"context"
 )
 
-const claim = `-- name: Claim :one
-WITH existing AS (
-    SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until,
-           k.expires_at, k.status, k.headers, k.body, k.tombstone
-    FROM subscription_keys k
-    WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
-), ins AS (
-    INSERT INTO subscription_keys AS t (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-        lease_until, expires_at, status, headers, body, tombstone)
-    SELECT $1, $2, $3, $4::bytea, $5::integer, 1, 1,
-           now() + $6::bigint * interval '1 millisecond',
-           now() + $7::bigint * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
-    WHERE NOT EXISTS (
-        SELECT 1 FROM existing e
-        WHERE e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now())))
-    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-        fingerprint = excluded.fingerprint,
-        fingerprint_version = excluded.fingerprint_version,
-        state = 1,
-        epoch = t.epoch + 1,
-        lease_until = excluded.lease_until,
-        expires_at = excluded.expires_at,
-        status = 0,
-        headers = '\x'::bytea,
-        body = '\x'::bytea,
-        tombstone = false
-    WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
-    RETURNING t.state, t.epoch, t.fingerprint, t.fingerprint_version
-)
-SELECT false AS acquired,
-       false AS taken_over,
-       e.state, e.epoch, e.fingerprint, e.fingerprint_version,
-       (extract(epoch FROM e.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
-       e.status, e.headers, e.body, e.tombstone
-FROM existing e
-WHERE NOT EXISTS (SELECT 1 FROM ins)
-  AND e.expires_at > now() AND (e.state = 2 OR (e.state = 1 AND e.lease_until > now()))
-UNION ALL
-SELECT true,
-       EXISTS (SELECT 1 FROM existing e WHERE e.state = 1 AND e.expires_at > now()),
-       i.state, i.epoch, i.fingerprint, i.fingerprint_version,
-       $6::bigint,
-       0, '\x'::bytea, '\x'::bytea, false
-FROM ins i
+const acquire = `-- name: Acquire :one
+INSERT INTO subscription_keys AS t (
+    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+    lease_until, expires_at, status, headers, body, tombstone)
+VALUES (
+    $1, $2, $3, $4,
+    $5, 1, 1,
+    now() + $6::bigint * interval '1 millisecond',
+    now() + $7::bigint * interval '1 millisecond',
+    0, '\x'::bytea, '\x'::bytea, false)
+ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+    fingerprint = excluded.fingerprint,
+    fingerprint_version = excluded.fingerprint_version,
+    state = 1,
+    epoch = t.epoch + 1,
+    lease_until = excluded.lease_until,
+    expires_at = excluded.expires_at,
+    status = 0,
+    headers = '\x'::bytea,
+    body = '\x'::bytea,
+    tombstone = false
+WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
+RETURNING t.epoch
 `
 
-type ClaimParams struct {
+type AcquireParams struct {
 	Scope              string
 	Principal          []byte
 	IdemKey            string
@@ -67,26 +44,13 @@ type ClaimParams struct {
 	TtlMs              int64
 }
 
-type ClaimRow struct {
-	Acquired           bool
-	TakenOver          bool
-	State              int16
-	Epoch              int64
-	Fingerprint        []byte
-	FingerprintVersion int32
-	LeaseRemainingMs   int64
-	Status             int32
-	Headers            []byte
-	Body               []byte
-	Tombstone          bool
-}
-
-// Claim looks the key up and, when it is absent, expired, released, or in
-// progress with an ended lease, claims it, in one statement. A live record is
-// returned as it is (acquired = false) and nothing is written. No row means
-// a concurrent claim committed after this statement's snapshot: run it again.
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
-	row := q.db.QueryRow(ctx, claim,
+// Acquire claims a key that is absent, expired, released, or in progress
+// with an ended lease, in one statement: ON CONFLICT ... DO UPDATE ... WHERE
+// re-checks those conditions on the row under its lock (a concurrent
+// inserter is waited for and the condition evaluated on the row it
+// committed). No row back means another attempt holds the key: read again.
+func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
+	row := q.db.QueryRow(ctx, acquire,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
@@ -95,21 +59,9 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		arg.LeaseMs,
 		arg.TtlMs,
 	)
-	var i ClaimRow
-	err := row.Scan(
-		&i.Acquired,
-		&i.TakenOver,
-		&i.State,
-		&i.Epoch,
-		&i.Fingerprint,
-		&i.FingerprintVersion,
-		&i.LeaseRemainingMs,
-		&i.Status,
-		&i.Headers,
-		&i.Body,
-		&i.Tombstone,
-	)
-	return i, err
+	var epoch int64
+	err := row.Scan(&epoch)
+	return epoch, err
 }
 
 const complete = `-- name: Complete :execrows
@@ -160,6 +112,7 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 const lookup = `-- name: Lookup :one
 SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
        (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
+       (k.expires_at > now())::boolean AS unexpired,
        (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
        k.status, k.headers, k.body, k.tombstone
 FROM subscription_keys k
@@ -178,6 +131,7 @@ type LookupRow struct {
 	Fingerprint        []byte
 	FingerprintVersion int32
 	Live               bool
+	Unexpired          bool
 	LeaseRemainingMs   int64
 	Status             int32
 	Headers            []byte
@@ -187,7 +141,8 @@ type LookupRow struct {
 
 // Lookup reads the record of a key and whether it is live (unexpired, and
 // completed or within its lease) on the database's clock. A replay or a
-// conflict costs this one read; Claim runs only when it finds no live record.
+// conflict costs this one read; Acquire runs only when it finds no live
+// record.
 func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
 	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i LookupRow
@@ -197,6 +152,7 @@ func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, erro
 		&i.Fingerprint,
 		&i.FingerprintVersion,
 		&i.Live,
+		&i.Unexpired,
 		&i.LeaseRemainingMs,
 		&i.Status,
 		&i.Headers,

@@ -2,7 +2,8 @@
 -- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
 -- lease, then completed (state 2) until it expires, or released (state 3):
 -- absent to claims, but kept until it expires so that its epoch goes on
--- (a worker fenced out before the release stays fenced out after it). Every time in this table comes from the database's clock.
+-- (a worker fenced out before the release stays fenced out after it).
+-- Every time in this table comes from the database's clock.
 CREATE TABLE IF NOT EXISTS subscription_keys (
     scope               varchar(255) COLLATE "C" NOT NULL,
     principal           bytea        NOT NULL CHECK (octet_length(principal) = 32),

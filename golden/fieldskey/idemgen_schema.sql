@@ -2,9 +2,10 @@
 -- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
 -- lease, then completed (state 2) until it expires, or released (state 3):
 -- absent to claims, but kept until it expires so that its epoch goes on
--- (a worker fenced out before the release stays fenced out after it). Times are UTC on the database's clock (UTC, to the microsecond), never
--- the application's, and do not depend on the session's time_zone. Scope
--- and key are compared byte for byte (case-sensitive).
+-- (a worker fenced out before the release stays fenced out after it).
+-- Times are UTC on the database's clock, to the microsecond, never the
+-- application's, and do not depend on the session's time_zone. Scope and
+-- key are compared byte for byte (case-sensitive).
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope               VARBINARY(255) NOT NULL,
     principal           BINARY(32)     NOT NULL,
@@ -17,7 +18,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     lease_until         DATETIME(6)    NOT NULL,
     expires_at          DATETIME(6)    NOT NULL,
     status              INT            NOT NULL DEFAULT 0,
-    headers             BLOB           NOT NULL,
+    headers             MEDIUMBLOB     NOT NULL,
     body                MEDIUMBLOB     NOT NULL,
     tombstone           BOOLEAN        NOT NULL DEFAULT FALSE,
     PRIMARY KEY (scope, principal, idem_key),

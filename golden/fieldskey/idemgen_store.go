@@ -88,12 +88,13 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkPrimary(vars); err != nil {
 		return nil, err
 	}
-	if err := checkFoundRows(ctx, db); err != nil {
-		return nil, err
-	}
 	q, err := Prepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
+	}
+	if err := checkFoundRows(ctx, db); err != nil {
+		q.Close()
+		return nil, err
 	}
 	return &Store{db: db, q: q}, nil
 }
@@ -111,31 +112,32 @@ func checkPrimary(vars map[string]string) error {
 	return nil
 }
 
-// checkFoundRows makes sure that an UPDATE that changes nothing reports 0
+// checkFoundRows makes sure that an upsert that changes nothing reports 0
 // affected rows (the default; clientFoundRows=true reports matched rows).
+// It probes the consumer table in a transaction that it rolls back, so it
+// needs no privilege beyond the store's and leaves nothing behind.
 func checkFoundRows(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
-	defer conn.Close()
-	steps := []string{
-		"CREATE TEMPORARY TABLE idemgen_found_rows_probe (id INT PRIMARY KEY)",
-		"INSERT INTO idemgen_found_rows_probe VALUES (1)",
-		"UPDATE idemgen_found_rows_probe SET id = 1 WHERE id = 1",
+	defer tx.Rollback() //nolint:errcheck // the probe is never committed
+	// A random id, so that servers starting together do not lock each
+	// other's probe rows.
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
+	const probe = "INSERT INTO idempotency_keys_processed (consumer, message_id) VALUES ('idemgen:probe', ?) ON DUPLICATE KEY UPDATE consumer = consumer"
 	var affected int64
-	for _, stmt := range steps {
-		res, err := conn.ExecContext(ctx, stmt)
+	for range 2 {
+		res, err := tx.ExecContext(ctx, probe, id)
 		if err != nil {
 			return fmt.Errorf("idempotency store: checking the connection: %w", err)
 		}
 		if affected, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("idempotency store: checking the connection: %w", err)
 		}
-	}
-	if _, err := conn.ExecContext(ctx, "DROP TEMPORARY TABLE idemgen_found_rows_probe"); err != nil {
-		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
 	if affected != 0 {
 		return errors.New("idempotency store: the MySQL connection reports found rows instead of changed rows (clientFoundRows=true in the DSN); remove it")
@@ -220,10 +222,18 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 	return completeWith(ctx, s.q, c)
 }
 
+// maxBlob is what a MEDIUMBLOB column holds. A larger result is saved as a
+// tombstone (as results over max-response-bytes are) rather than sent to a
+// server that would refuse it or, without strict mode, truncate it.
+const maxBlob = 1<<24 - 1
+
 func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	cp, err := completionOf(c)
 	if err != nil {
 		return err
+	}
+	if len(cp.body) > maxBlob || len(cp.headers) > maxBlob {
+		cp = completion{tombstone: true, headers: []byte{}, body: []byte{}}
 	}
 	n, err := q.Complete(ctx, CompleteParams{
 		Status:    cp.status,

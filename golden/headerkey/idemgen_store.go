@@ -81,14 +81,14 @@ func checkPrimary(inRecovery, readOnly bool) error {
 
 // Claim reports the live record of req's key, or claims the key. The read
 // comes first because it is the cheapest statement (a replay or a conflict
-// costs only that); the claim itself is one atomic statement that re-checks
+// costs only that); the claim itself is one atomic upsert that re-checks
 // everything under the row's lock, so the read decides nothing on its own.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
 	lookup := LookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
-	arg := ClaimParams{
+	arg := AcquireParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
@@ -99,10 +99,11 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	}
 	for range maxClaimAttempts {
 		cur, err := s.q.Lookup(ctx, lookup)
+		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if err == nil && cur.Live {
+		if found && cur.Live {
 			return record{
 				state:              int64(cur.State),
 				epoch:              cur.Epoch,
@@ -115,27 +116,15 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				tombstone:          cur.Tombstone,
 			}.result()
 		}
-		row, err := s.q.Claim(ctx, arg)
+		epoch, err := s.q.Acquire(ctx, arg)
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // a concurrent claim committed after our snapshot
+			continue // another attempt claimed the key since the read
 		}
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if row.Acquired {
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch, TakenOver: row.TakenOver}, nil
-		}
-		return record{
-			state:              int64(row.State),
-			epoch:              row.Epoch,
-			fingerprint:        row.Fingerprint,
-			fingerprintVersion: int64(row.FingerprintVersion),
-			leaseRemaining:     time.Duration(row.LeaseRemainingMs) * time.Millisecond,
-			status:             int64(row.Status),
-			headers:            row.Headers,
-			body:               row.Body,
-			tombstone:          row.Tombstone,
-		}.result()
+		takenOver := found && cur.Unexpired && cur.State == stateInProgress && epoch > 1
+		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takenOver}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }

@@ -66,8 +66,8 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- name: Sweep :execrows
 -- Sweep deletes up to batch expired records, oldest first.
 DELETE FROM idempotency_keys
-WHERE rowid IN (
-    SELECT rowid FROM idempotency_keys
+WHERE (scope, principal, idem_key) IN (
+    SELECT scope, principal, idem_key FROM idempotency_keys
     WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
     ORDER BY expires_at
     LIMIT sqlc.arg(batch));

@@ -215,8 +215,8 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 
 const sweep = `-- name: Sweep :execrows
 DELETE FROM idempotency_keys
-WHERE rowid IN (
-    SELECT rowid FROM idempotency_keys
+WHERE (scope, principal, idem_key) IN (
+    SELECT scope, principal, idem_key FROM idempotency_keys
     WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
     ORDER BY expires_at
     LIMIT ?1)

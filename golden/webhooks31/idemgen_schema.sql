@@ -2,8 +2,10 @@
 -- CONTRACT §4: a record is in progress (state 1) while an attempt holds its
 -- lease, then completed (state 2) until it expires, or released (state 3):
 -- absent to claims, but kept until it expires so that its epoch goes on
--- (a worker fenced out before the release stays fenced out after it). Times are milliseconds since the Unix epoch on the database's
--- clock (julianday('now')), never the application's.
+-- (a worker fenced out before the release stays fenced out after it).
+-- Times are milliseconds since the Unix epoch on the database's clock
+-- (julianday('now')), never the application's. WITHOUT ROWID: a lookup by
+-- key is one B-tree descent rather than the key's index and then the table.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope               TEXT    NOT NULL CHECK (length(scope) <= 255),
     principal           BLOB    NOT NULL CHECK (length(principal) = 32),
@@ -19,7 +21,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     body                BLOB    NOT NULL DEFAULT x'',
     tombstone           BOOLEAN NOT NULL DEFAULT FALSE,
     PRIMARY KEY (scope, principal, idem_key)
-);
+) WITHOUT ROWID;
 
 -- The sweeper deletes expired records oldest first, in bounded batches.
 CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at_idx ON idempotency_keys (expires_at);
@@ -31,4 +33,4 @@ CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
     message_id   BLOB    NOT NULL,
     processed_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     PRIMARY KEY (consumer, message_id)
-);
+) WITHOUT ROWID;

@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     lease_until         DATETIME(6)    NOT NULL,
     expires_at          DATETIME(6)    NOT NULL,
     status              INT            NOT NULL DEFAULT 0,
-    headers             BLOB           NOT NULL,
+    headers             MEDIUMBLOB     NOT NULL,
     body                MEDIUMBLOB     NOT NULL,
     tombstone           BOOLEAN        NOT NULL DEFAULT FALSE,
     PRIMARY KEY (scope, principal, idem_key),

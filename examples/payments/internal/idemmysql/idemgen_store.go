@@ -122,10 +122,16 @@ func checkFoundRows(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("idempotency store: checking the connection: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // the probe is never committed
-	const probe = "INSERT INTO idempotency_keys_processed (consumer, message_id) VALUES ('idemgen:probe', 'idemgen:probe') ON DUPLICATE KEY UPDATE consumer = consumer"
+	// A random id, so that servers starting together do not lock each
+	// other's probe rows.
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return fmt.Errorf("idempotency store: checking the connection: %w", err)
+	}
+	const probe = "INSERT INTO idempotency_keys_processed (consumer, message_id) VALUES ('idemgen:probe', ?) ON DUPLICATE KEY UPDATE consumer = consumer"
 	var affected int64
 	for range 2 {
-		res, err := tx.ExecContext(ctx, probe)
+		res, err := tx.ExecContext(ctx, probe, id)
 		if err != nil {
 			return fmt.Errorf("idempotency store: checking the connection: %w", err)
 		}
@@ -216,10 +222,18 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 	return completeWith(ctx, s.q, c)
 }
 
+// maxBlob is what a MEDIUMBLOB column holds. A larger result is saved as a
+// tombstone (as results over max-response-bytes are) rather than sent to a
+// server that would refuse it or, without strict mode, truncate it.
+const maxBlob = 1<<24 - 1
+
 func completeWith(ctx context.Context, q *Queries, c idemrt.Completion) error {
 	cp, err := completionOf(c)
 	if err != nil {
 		return err
+	}
+	if len(cp.body) > maxBlob || len(cp.headers) > maxBlob {
+		cp = completion{tombstone: true, headers: []byte{}, body: []byte{}}
 	}
 	n, err := q.Complete(ctx, CompleteParams{
 		Status:    cp.status,
