@@ -7,10 +7,13 @@ import (
 )
 
 // routePattern is a parsed path template such as "/v1/files/{name}.{ext}".
-// Matching is segment by segment on the escaped request path: literals
-// match exactly (case-sensitive), a parameter matches a non-empty run of
-// one segment, and a trailing slash is significant ("/a/" does not match
-// "/a" and vice versa).
+// Matching is segment by segment, as net/http's ServeMux does: the escaped
+// request path is split at its slashes and each segment is unescaped before
+// it is compared (so "/ord%65rs/1" is "/orders/1", as the router that runs
+// the handler sees it, while "%2F" stays inside its segment). Literals match
+// exactly (case-sensitive), a parameter matches a non-empty run of one
+// segment, and a trailing slash is significant ("/a/" does not match "/a"
+// and vice versa).
 type routePattern struct {
 	template string
 	// shape is the template with parameter names erased, to detect two
@@ -87,7 +90,7 @@ func parseRoute(t string) (*routePattern, error) {
 }
 
 // match matches an escaped path and appends the (unescaped) parameter
-// values to vals.
+// values to vals. A segment that does not unescape matches nothing.
 func (rp *routePattern) match(path string, vals []string) ([]string, bool) {
 	if path == "" || path[0] != '/' {
 		return vals, false
@@ -107,6 +110,13 @@ func (rp *routePattern) match(path string, vals []string) ([]string, bool) {
 				return vals, false
 			}
 			s, p = p[:j], p[j+1:]
+		}
+		if strings.IndexByte(s, '%') >= 0 {
+			u, err := url.PathUnescape(s)
+			if err != nil {
+				return vals, false
+			}
+			s = u
 		}
 		seg := &rp.segs[i]
 		if seg.literal {
@@ -153,13 +163,6 @@ func matchSeg(parts []routePart, s string, vals []string) ([]string, bool) {
 			return vals, false
 		}
 		pos += len(v)
-		if strings.IndexByte(v, '%') >= 0 {
-			u, err := url.PathUnescape(v)
-			if err != nil {
-				return vals, false
-			}
-			v = u
-		}
 		vals = append(vals, v)
 	}
 	return vals, pos == len(s)

@@ -25,6 +25,12 @@ func TestRouteMatch(t *testing.T) {
 		{"/orders/{id}", "/Orders/42", false, nil},
 		{"/orders/{id}", "/orders/a%2Fb", true, []string{"a/b"}},
 		{"/orders/{id}", "/orders/%zz", false, nil},
+		// Literal segments are compared unescaped, as ServeMux routes them.
+		{"/orders/{id}", "/ord%65rs/1", true, []string{"1"}},
+		{"/orders", "/%6Frders", true, nil},
+		{"/orders", "/ord%zzrs", false, nil},
+		{"/a/b", "/a%2Fb", false, nil},
+		{"/v1 beta/orders", "/v1%20beta/orders", true, nil},
 		{"/files/{name}.{ext}", "/files/report.q1.pdf", true, []string{"report", "q1.pdf"}},
 		{"/files/{name}.{ext}", "/files/.pdf", false, nil},
 		{"/files/{name}.{ext}", "/files/report.", false, nil},
