@@ -186,7 +186,11 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if vs := r.Header["Content-Type"]; len(vs) > 0 {
 		ct = vs[0]
 	}
-	fp := c.fingerprint(r.Method, op.route, params, ct, body, op.include, op.includeToks, op.exclude)
+	skip := ""
+	if op.key == KeyFromQuery {
+		skip = op.keyName
+	}
+	fp := c.fingerprint(r.Method, op.route, params, r.URL.RawQuery, skip, ct, body, op.include, op.includeToks, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var vals []byte

@@ -23,6 +23,10 @@ const (
 	bodyJSON = 'j'
 	bodyForm = 'f'
 	bodyIncl = 'i'
+	// querySec starts the query section, present only when the request has
+	// query parameters besides a query-sourced key; it differs from every
+	// body marker, so a request without a query hashes as it always did.
+	querySec = 'q'
 )
 
 var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
@@ -67,10 +71,14 @@ func Fingerprint(method, route string, params []string, contentType string, body
 	}
 	c := getCanon()
 	defer putCanon(c)
-	return c.fingerprint(method, route, params, contentType, body, include, inc, exc), nil
+	return c.fingerprint(method, route, params, "", "", contentType, body, include, inc, exc), nil
 }
 
-func (c *canonicalizer) fingerprint(method, route string, params []string, contentType string, body []byte, include []string, inc, exc [][]string) [32]byte {
+// fingerprint is Fingerprint with the request's raw query: its pairs,
+// sorted, count too (less the parameter skipKey, a query-sourced key), so
+// that "?dry_run=true" under a reused key is a mismatch, not a replay of
+// the real run.
+func (c *canonicalizer) fingerprint(method, route string, params []string, rawQuery, skipKey, contentType string, body []byte, include []string, inc, exc [][]string) [32]byte {
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
 	hdr = strconv.AppendInt(hdr, FingerprintVersion, 10)
 	hdr = appendLenString(hdr, method)
@@ -79,8 +87,11 @@ func (c *canonicalizer) fingerprint(method, route string, params []string, conte
 	for _, p := range params {
 		hdr = appendLenString(hdr, p)
 	}
-	n := len(hdr)
 	c.out = hdr
+	if rawQuery != "" {
+		c.appendQuery(rawQuery, skipKey)
+	}
+	n := len(c.out)
 	switch mediaKind(contentType) {
 	case bodyJSON:
 		if len(inc) > 0 {
@@ -139,6 +150,38 @@ func (c *canonicalizer) appendForm(body []byte) error {
 	if err != nil {
 		return err
 	}
+	c.appendPairs(vals)
+	return nil
+}
+
+// appendQuery appends the query section: the sorted pairs of rawQuery
+// without skipKey, nothing when none remain, or the raw query when it does
+// not parse.
+func (c *canonicalizer) appendQuery(rawQuery, skipKey string) {
+	vals, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		c.out = append(c.out, querySec, bodyRaw)
+		c.out = appendLenString(c.out, rawQuery)
+		return
+	}
+	if skipKey != "" {
+		delete(vals, skipKey)
+	}
+	if len(vals) == 0 {
+		return
+	}
+	pairs := 0
+	for _, vs := range vals {
+		pairs += len(vs)
+	}
+	c.out = append(c.out, querySec)
+	c.out = binary.AppendUvarint(c.out, uint64(pairs))
+	c.appendPairs(vals)
+}
+
+// appendPairs appends every (name, value) pair of vals, sorted by name,
+// then value.
+func (c *canonicalizer) appendPairs(vals url.Values) {
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
 		keys = append(keys, k)
@@ -152,7 +195,6 @@ func (c *canonicalizer) appendForm(body []byte) error {
 			c.out = appendLenString(c.out, v)
 		}
 	}
-	return nil
 }
 
 // mediaKind classifies a Content-Type without allocating.
