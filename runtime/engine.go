@@ -408,7 +408,7 @@ func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next
 // runTx runs the handler inside a store transaction (transactional mode).
 func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
 	ctx := r.Context()
-	tx, err := e.txStore.BeginTx(ctx)
+	tx, err := e.txStore.BeginTx(bg(ctx))
 	if err != nil {
 		e.release(ctx, op, rk, epoch, 0)
 		e.storeError(ctx, w, op, rk, err, "begin transaction")
@@ -448,7 +448,7 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if !cw.over {
 		resp = cw.saved(status)
 	}
-	err = tx.Complete(ctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	err = tx.Complete(bg(ctx), Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
 	if err != nil {
 		_ = tx.Rollback(bg(ctx))
 		if errors.Is(err, ErrFenced) {
@@ -463,7 +463,7 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		e.storeError(ctx, w, op, rk, err, "complete in transaction")
 		return
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.Commit(bg(ctx)); err != nil {
 		e.release(ctx, op, rk, epoch, status)
 		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "commit")
