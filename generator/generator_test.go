@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,7 +210,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestPrincipalDefaultFollowsSecurity(t *testing.T) {
-	spec := `openapi: 3.0.3
+	spec := `openapi: 3.1.0
 info: {title: t, version: "1"}
 security: [{k: []}]
 paths:
@@ -218,8 +220,26 @@ paths:
     post: {operationId: open, security: [], x-idempotent: true, responses: {"200": {description: ok}}}
   /optional:
     post: {operationId: optional, security: [{}, {k: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  /emptyOnly:
+    post: {operationId: emptyOnly, security: [{}, {}], x-idempotent: true, responses: {"200": {description: ok}}}
   /forced:
     post: {operationId: forced, security: [], x-idempotent: {principal: auth}, responses: {"200": {description: ok}}}
+  /subscribe:
+    post:
+      operationId: subscribe
+      responses: {"200": {description: ok}}
+      callbacks:
+        onEvent:
+          "{$request.body#/url}":
+            post: {operationId: cbPlain, x-idempotent: true, responses: {"200": {description: ok}}}
+            put: {operationId: cbSecured, security: [{k: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+webhooks:
+  plain:
+    post: {operationId: whPlain, x-idempotent: true, responses: {"200": {description: ok}}}
+  secured:
+    post: {operationId: whSecured, security: [{k: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  optional:
+    post: {operationId: whOptional, security: [{}, {k: []}], x-idempotent: true, responses: {"200": {description: ok}}}
 components:
   securitySchemes:
     k: {type: apiKey, in: header, name: K}
@@ -228,11 +248,64 @@ components:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Principal{"secured": PrincipalAuth, "open": PrincipalAnonymous, "optional": PrincipalAnonymous, "forced": PrincipalAuth}
+	want := map[string]Principal{
+		"secured": PrincipalAuth, "open": PrincipalAnonymous, "forced": PrincipalAuth,
+		// An optional {} next to a real scheme still authenticates the
+		// callers that present a key: their records must not be pooled.
+		"optional": PrincipalAuth, "emptyOnly": PrincipalAnonymous,
+		// The document's security is how clients call the API, not how the
+		// provider calls webhooks and callbacks.
+		"whPlain": PrincipalAnonymous, "whSecured": PrincipalAuth, "whOptional": PrincipalAuth,
+		"cbPlain": PrincipalAnonymous, "cbSecured": PrincipalAuth,
+	}
+	got := map[string]Principal{}
 	for _, o := range res.Model.Operations {
-		if o.Principal != want[o.ID] {
-			t.Errorf("%s: principal %v, want %v", o.ID, o.Principal, want[o.ID])
+		got[o.ID] = o.Principal
+	}
+	for id, w := range want {
+		if p, ok := got[id]; !ok {
+			t.Errorf("%s: no operation", id)
+		} else if p != w {
+			t.Errorf("%s: principal %v, want %v", id, p, w)
 		}
+	}
+}
+
+func TestServerEnumBasePaths(t *testing.T) {
+	mk := func(url string, vars map[string]*openapi3.ServerVariable) *openapi3.Server {
+		return &openapi3.Server{URL: url, Variables: vars}
+	}
+	cases := []struct {
+		s    *openapi3.Server
+		want []string
+	}{
+		{mk("https://api.x/{version}", map[string]*openapi3.ServerVariable{"version": {Default: "v1", Enum: []string{"v2", "v1", "v2"}}}), []string{"/v1", "/v2"}},
+		// Host enums do not multiply base paths.
+		{mk("https://{region}.x.com/{version}/api", map[string]*openapi3.ServerVariable{
+			"region":  {Default: "eu", Enum: []string{"eu", "us", "ap"}},
+			"version": {Default: "v1", Enum: []string{"v1", "beta"}},
+		}), []string{"/beta/api", "/v1/api"}},
+		// No enum: the default only.
+		{mk("https://api.x/{base}", map[string]*openapi3.ServerVariable{"base": {Default: "v3"}}), []string{"/v3"}},
+		// Decoded, whichever value it comes from.
+		{mk("https://api.x/{p}", map[string]*openapi3.ServerVariable{"p": {Default: "a%20b", Enum: []string{"a%20b", "c"}}}), []string{"/a b", "/c"}},
+		{mk("https://api.x", nil), []string{""}},
+	}
+	for _, c := range cases {
+		if got := serverBasePaths(c.s); !slices.Equal(got, c.want) {
+			t.Errorf("serverBasePaths(%q) = %q, want %q", c.s.URL, got, c.want)
+		}
+	}
+	// An enum per variable: bounded, never an explosion.
+	vars := map[string]*openapi3.ServerVariable{}
+	url := "https://x"
+	for i := range 12 {
+		n := fmt.Sprintf("v%d", i)
+		vars[n] = &openapi3.ServerVariable{Default: "a", Enum: []string{"a", "b", "c"}}
+		url += "/{" + n + "}"
+	}
+	if got := serverBasePaths(mk(url, vars)); len(got) == 0 || len(got) > maxServerURLs {
+		t.Errorf("12 enum variables: %d base paths", len(got))
 	}
 }
 

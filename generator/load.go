@@ -542,23 +542,29 @@ func (b *builder) checkFields(r *opRef, o *Operation, k *keySpec) {
 	}
 }
 
-// secured reports whether the operation's effective security requires
-// some scheme: its own security, else the document's. A requirement list
-// that holds an empty requirement ({}) makes authentication optional.
+// secured reports whether the operation's effective security asks for
+// authentication, which makes the default principal auth. The effective
+// security is the operation's own, else (for operations under paths only)
+// the document's: the document's security describes how clients call the
+// API, while webhooks and callbacks are called by the API provider. It is
+// unauthenticated only when every alternative is the empty requirement
+// ({}) or there is none; an optional {} next to a real scheme still
+// authenticates the callers that present one, and pooling them with
+// everyone would let one caller replay another's response.
 func (b *builder) secured(r *opRef) bool {
-	reqs := b.doc.Security
+	var reqs openapi3.SecurityRequirements
+	if r.kind == InPaths {
+		reqs = b.doc.Security
+	}
 	if r.op.Security != nil {
 		reqs = *r.op.Security
 	}
-	if len(reqs) == 0 {
-		return false
-	}
 	for _, req := range reqs {
-		if len(req) == 0 {
-			return false
+		if len(req) > 0 {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // replayHeaders is the annotation's list plus the response headers the
@@ -594,8 +600,9 @@ func (b *builder) replayHeaders(op *openapi3.Operation, extra []string) []string
 }
 
 // basePaths returns the path parts of the servers that serve r (the
-// operation's own, else its path item's, else the document's), with
-// variables replaced by their defaults; nil when every one is the root.
+// operation's own, else its path item's, else the document's), one per
+// value of each variable's enum (else its default), percent-decoded; nil
+// when every one is the root.
 func (b *builder) basePaths(r *opRef) []string {
 	servers := b.doc.Servers
 	if len(r.item.Servers) > 0 {
@@ -609,7 +616,9 @@ func (b *builder) basePaths(r *opRef) []string {
 		if s == nil {
 			continue
 		}
-		set[serverBasePath(s)] = true
+		for _, p := range serverBasePaths(s) {
+			set[p] = true
+		}
 	}
 	if len(set) == 0 || (len(set) == 1 && set[""]) {
 		return nil
@@ -617,9 +626,50 @@ func (b *builder) basePaths(r *opRef) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// serverBasePath is the path of a server URL: "https://api.x.com/v1/" ->
-// "/v1", "/v1" -> "/v1", "{scheme}://h/{base}" with defaults substituted.
-// The root is "".
+// maxServerURLs bounds the expansion of server variables' enums; past it
+// the remaining variables take their defaults.
+const maxServerURLs = 256
+
+// serverBasePaths expands a server URL's variables, each to every value
+// of its enum plus its default (a variable without an enum to its
+// default), and returns the distinct base paths, sorted.
+func serverBasePaths(s *openapi3.Server) []string {
+	urls := []string{s.URL}
+	for _, name := range slices.Sorted(maps.Keys(s.Variables)) {
+		v := s.Variables[name]
+		if v == nil {
+			continue
+		}
+		ref := "{" + name + "}"
+		if !strings.Contains(s.URL, ref) {
+			continue
+		}
+		vals := []string{v.Default}
+		if len(urls)*(len(v.Enum)+1) <= maxServerURLs {
+			vals = append(vals, v.Enum...)
+		}
+		seen := map[string]bool{}
+		var next []string
+		for _, u := range urls {
+			for _, val := range vals {
+				x := strings.ReplaceAll(u, ref, val)
+				if !seen[x] {
+					seen[x] = true
+					next = append(next, x)
+				}
+			}
+		}
+		urls = next
+	}
+	set := map[string]bool{}
+	for _, u := range urls {
+		set[urlBasePath(u)] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// serverBasePath is the base path of a server URL with its variables'
+// defaults substituted.
 func serverBasePath(s *openapi3.Server) string {
 	raw := s.URL
 	for name, v := range s.Variables {
@@ -627,6 +677,13 @@ func serverBasePath(s *openapi3.Server) string {
 			raw = strings.ReplaceAll(raw, "{"+name+"}", v.Default)
 		}
 	}
+	return urlBasePath(raw)
+}
+
+// urlBasePath is the path of a server URL, percent-decoded (the runtime
+// compares decoded request segments): "https://api.x.com/v1/" -> "/v1",
+// "/v1" -> "/v1". The root is "".
+func urlBasePath(raw string) string {
 	p := raw
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]

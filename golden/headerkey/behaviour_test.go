@@ -152,3 +152,22 @@ func TestWrapOne(t *testing.T) {
 		t.Errorf("Policies() has %d policies, want 3", got)
 	}
 }
+
+// The server's {version} variable has enum [v1, v2]: the policies are
+// served under both base paths, so /v2/charges is protected too.
+func TestEnumServerVariableEveryBasePath(t *testing.T) {
+	h, _, _, other := server(t)
+	alice := map[string]string{"X-API-Key": "alice", "Idempotency-Key": "v2-1"}
+	behave.Want(t, "first /v2", behave.Do(t, h, "POST", "/v2/charges", alice, `{"amount":1}`), http.StatusOK, false)
+	behave.Want(t, "retry /v2", behave.Do(t, h, "POST", "/v2/charges", alice, `{"amount":1}`), http.StatusOK, true)
+	behave.WantProblem(t, "/v2 without a key", behave.Do(t, h, "POST", "/v2/charges", map[string]string{"X-API-Key": "alice"}, `{"amount":1}`), http.StatusBadRequest)
+	hdr := map[string]string{"X-Request-Key": "r-v2"}
+	behave.Want(t, "refund /v2", behave.Do(t, h, "POST", "/v2/charges/ch_1/refunds", hdr, `{}`), http.StatusOK, false)
+	behave.Want(t, "refund /v2 again", behave.Do(t, h, "POST", "/v2/charges/ch_1/refunds", hdr, `{}`), http.StatusOK, true)
+	if n := other.N.Load(); n != 2 {
+		t.Errorf("handler ran %d times, want 2", n)
+	}
+	// Not a server of the spec: passed through unprotected.
+	behave.Want(t, "/v3 first", behave.Do(t, h, "POST", "/v3/charges", alice, `{"amount":1}`), http.StatusOK, false)
+	behave.Want(t, "/v3 again", behave.Do(t, h, "POST", "/v3/charges", alice, `{"amount":1}`), http.StatusOK, false)
+}
