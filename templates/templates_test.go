@@ -87,6 +87,25 @@ func TestRenderDeterministic(t *testing.T) {
 	}
 }
 
+// TestPostgresStatementTime: the PostgreSQL store never uses now(), which
+// inside the handler's transaction is the transaction's start; a
+// completion there would count its TTL from before the handler ran (see
+// internal/stores/postgres TestTransactionalCompletionTime).
+func TestPostgresStatementTime(t *testing.T) {
+	files, err := Render(Data{Package: "idem", Dialect: Postgres, Table: DefaultTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"idemgen_queries.sql", "idemgen_queries.sql.go", "idemgen_schema.sql"} {
+		if bytes.Contains(files[name], []byte("now()")) {
+			t.Errorf("%s uses now(); use statement_timestamp()", name)
+		}
+		if !bytes.Contains(files[name], []byte("statement_timestamp()")) {
+			t.Errorf("%s never uses statement_timestamp()", name)
+		}
+	}
+}
+
 func TestRenderRejects(t *testing.T) {
 	for _, tc := range []struct {
 		d    Data

@@ -50,7 +50,8 @@ type ClaimParams struct {
 
 // Claim inserts the record of a new key, or takes over one that is expired,
 // released, or in progress with an ended lease, in one statement. MySQL applies the
-// assignments left to right, each seeing the ones before it, so the first
+// assignments left to right, each seeing the ones before it (MariaDB too,
+// unless sql_mode has SIMULTANEOUS_ASSIGNMENT: NewStore refuses it), so the first
 // one decides: it stores this attempt's random claim_token only when the
 // record may be taken, and every later assignment tests that token instead
 // of re-reading columns already changed. Affected rows: 1 inserted, 2 taken

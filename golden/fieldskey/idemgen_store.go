@@ -66,7 +66,9 @@ var _ idemrt.TxStore = (*Store)(nil)
 // read-only (read_only, super_read_only, innodb_read_only,
 // transaction_read_only): claims must be made on the primary. It also
 // refuses a DSN with clientFoundRows=true, under which the claim cannot
-// tell a new record from a live one.
+// tell a new record from a live one, and a MariaDB session whose sql_mode
+// contains SIMULTANEOUS_ASSIGNMENT, under which the claim's assignments do
+// not see each other (see Claim).
 func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	rows, err := db.QueryContext(ctx, "SHOW VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'innodb_read_only', 'tx_read_only', 'transaction_read_only')")
 	if err != nil {
@@ -88,6 +90,13 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkPrimary(vars); err != nil {
 		return nil, err
 	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("idempotency store: checking the session: %w", err)
+	}
+	if err := checkSQLMode(mode); err != nil {
+		return nil, err
+	}
 	q, err := Prepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
@@ -107,6 +116,18 @@ func checkPrimary(vars map[string]string) error {
 		switch strings.ToUpper(vars[name]) {
 		case "ON", "1", "TRUE":
 			return fmt.Errorf("idempotency store: the MySQL server or session is read-only (@@%s is on; a replica?); claims must be made on a writable primary", name)
+		}
+	}
+	return nil
+}
+
+// checkSQLMode refuses MariaDB's SIMULTANEOUS_ASSIGNMENT (10.3.5+): with it
+// every assignment of ON DUPLICATE KEY UPDATE sees the old row, so the
+// claim would store its token and nothing else.
+func checkSQLMode(mode string) error {
+	for _, m := range strings.Split(mode, ",") {
+		if strings.EqualFold(strings.TrimSpace(m), "SIMULTANEOUS_ASSIGNMENT") {
+			return errors.New("idempotency store: the session's sql_mode contains SIMULTANEOUS_ASSIGNMENT, under which the claim's ON DUPLICATE KEY UPDATE cannot work; remove it from sql_mode (server or DSN)")
 		}
 	}
 	return nil
@@ -198,6 +219,8 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		switch affected {
+		case 0: // another attempt made the record live since the read; read it
+			continue
 		case 1: // inserted
 			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: 1}, nil
 		case 2: // an expired or lease-ended record was taken
@@ -205,9 +228,16 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 			if err != nil {
 				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 			}
+			if id/2 < 1 {
+				// The upsert changed the row without computing a new epoch: its
+				// assignments did not see each other (SIMULTANEOUS_ASSIGNMENT
+				// set after NewStore?). The record was not claimed.
+				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert changed the record but returned no new epoch (LAST_INSERT_ID() = %d); is SIMULTANEOUS_ASSIGNMENT in sql_mode?", id)
+			}
 			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 2, TakenOver: id%2 == 1}, nil
+		default:
+			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert affected %d rows, want 0, 1 or 2", affected)
 		}
-		// 0: another attempt made the record live since the read; read it.
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }

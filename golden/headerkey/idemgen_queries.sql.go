@@ -16,8 +16,8 @@ INSERT INTO idempotency_keys AS t (
 VALUES (
     $1, $2, $3, $4,
     $5, 1, 1,
-    now() + $6::bigint * interval '1 millisecond',
-    now() + $7::bigint * interval '1 millisecond',
+    statement_timestamp() + $6::bigint * interval '1 millisecond',
+    statement_timestamp() + $7::bigint * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -30,7 +30,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     headers = '\x'::bytea,
     body = '\x'::bytea,
     tombstone = false
-WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
+WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
 RETURNING t.epoch
 `
 
@@ -71,8 +71,8 @@ SET state = 2,
     headers = $2,
     body = $3,
     tombstone = $4,
-    lease_until = now(),
-    expires_at = now() + $5::bigint * interval '1 millisecond'
+    lease_until = statement_timestamp(),
+    expires_at = statement_timestamp() + $5::bigint * interval '1 millisecond'
 WHERE scope = $6 AND principal = $7 AND idem_key = $8
   AND epoch = $9 AND state = 1
 `
@@ -90,7 +90,9 @@ type CompleteParams struct {
 }
 
 // Complete saves the result of the attempt holding epoch; 0 rows means the
-// record moved on (fenced).
+// record moved on (fenced). It may run in the handler's transaction, where
+// the transaction timestamp is its start: every time here is
+// statement_timestamp(), so the TTL counts from the completion.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, complete,
 		arg.Status,
@@ -111,9 +113,9 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 
 const lookup = `-- name: Lookup :one
 SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
-       (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
-       (k.expires_at > now())::boolean AS unexpired,
-       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
        k.status, k.headers, k.body, k.tombstone
 FROM idempotency_keys k
 WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
@@ -163,8 +165,8 @@ func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, erro
 }
 
 const markProcessed = `-- name: MarkProcessed :execrows
-INSERT INTO idempotency_keys_processed (consumer, message_id)
-VALUES ($1, $2)
+INSERT INTO idempotency_keys_processed (consumer, message_id, processed_at)
+VALUES ($1, $2, statement_timestamp())
 ON CONFLICT (consumer, message_id) DO NOTHING
 `
 
@@ -185,7 +187,7 @@ func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (i
 
 const release = `-- name: Release :execrows
 UPDATE idempotency_keys
-SET state = 3, lease_until = now(), headers = '\x'::bytea, body = '\x'::bytea
+SET state = 3, lease_until = statement_timestamp(), headers = '\x'::bytea, body = '\x'::bytea
 WHERE scope = $1 AND principal = $2 AND idem_key = $3
   AND epoch = $4 AND state = 1
 `
@@ -235,10 +237,10 @@ const sweep = `-- name: Sweep :execrows
 DELETE FROM idempotency_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
-    WHERE k.expires_at <= now()
+    WHERE k.expires_at <= statement_timestamp()
     ORDER BY k.expires_at
     LIMIT $1::integer)
-  AND expires_at <= now()
+  AND expires_at <= statement_timestamp()
 `
 
 // Sweep deletes up to batch expired records, oldest first.

@@ -29,6 +29,6 @@ CREATE INDEX IF NOT EXISTS idemgen_keys_expires_at_idx ON idemgen_keys (expires_
 CREATE TABLE IF NOT EXISTS idemgen_keys_processed (
     consumer     bytea       NOT NULL,
     message_id   bytea       NOT NULL,
-    processed_at timestamptz NOT NULL DEFAULT now(),
+    processed_at timestamptz NOT NULL DEFAULT statement_timestamp(),
     PRIMARY KEY (consumer, message_id)
 );

@@ -4,9 +4,9 @@
 -- conflict costs this one read; Acquire runs only when it finds no live
 -- record.
 SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version,
-       (k.expires_at > now() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > now())))::boolean AS live,
-       (k.expires_at > now())::boolean AS unexpired,
-       (extract(epoch FROM k.lease_until - now()) * 1000)::bigint AS lease_remaining_ms,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
        k.status, k.headers, k.body, k.tombstone
 FROM idempotency_keys k
 WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
@@ -23,8 +23,8 @@ INSERT INTO idempotency_keys AS t (
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
     sqlc.arg(fingerprint_version), 1, 1,
-    now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-    now() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -37,20 +37,22 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     headers = '\x'::bytea,
     body = '\x'::bytea,
     tombstone = false
-WHERE t.expires_at <= now() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= now())
+WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
 RETURNING t.epoch;
 
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
--- record moved on (fenced).
+-- record moved on (fenced). It may run in the handler's transaction, where
+-- the transaction timestamp is its start: every time here is
+-- statement_timestamp(), so the TTL counts from the completion.
 UPDATE idempotency_keys
 SET state = 2,
     status = sqlc.arg(status),
     headers = sqlc.arg(headers),
     body = sqlc.arg(body),
     tombstone = sqlc.arg(tombstone),
-    lease_until = now(),
-    expires_at = now() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond'
+    lease_until = statement_timestamp(),
+    expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond'
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -59,7 +61,7 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- treat it as absent and continue its epoch); 0 rows means the record
 -- moved on (fenced).
 UPDATE idempotency_keys
-SET state = 3, lease_until = now(), headers = '\x'::bytea, body = '\x'::bytea
+SET state = 3, lease_until = statement_timestamp(), headers = '\x'::bytea, body = '\x'::bytea
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -68,16 +70,16 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 DELETE FROM idempotency_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
-    WHERE k.expires_at <= now()
+    WHERE k.expires_at <= statement_timestamp()
     ORDER BY k.expires_at
     LIMIT sqlc.arg(batch)::integer)
-  AND expires_at <= now();
+  AND expires_at <= statement_timestamp();
 
 -- name: MarkProcessed :execrows
 -- MarkProcessed records that consumer processed message_id; 0 rows means
 -- it already had (a redelivery).
-INSERT INTO idempotency_keys_processed (consumer, message_id)
-VALUES (sqlc.arg(consumer), sqlc.arg(message_id))
+INSERT INTO idempotency_keys_processed (consumer, message_id, processed_at)
+VALUES (sqlc.arg(consumer), sqlc.arg(message_id), statement_timestamp())
 ON CONFLICT (consumer, message_id) DO NOTHING;
 
 -- name: ServerState :one

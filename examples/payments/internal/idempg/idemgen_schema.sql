@@ -29,6 +29,6 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at_idx ON idempotency_keys (
 CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
     consumer     bytea       NOT NULL,
     message_id   bytea       NOT NULL,
-    processed_at timestamptz NOT NULL DEFAULT now(),
+    processed_at timestamptz NOT NULL DEFAULT statement_timestamp(),
     PRIMARY KEY (consumer, message_id)
 );
