@@ -285,14 +285,21 @@ func TestServerEnumBasePaths(t *testing.T) {
 			"region":  {Default: "eu", Enum: []string{"eu", "us", "ap"}},
 			"version": {Default: "v1", Enum: []string{"v1", "beta"}},
 		}), []string{"/beta/api", "/v1/api"}},
-		// No enum: the default only.
-		{mk("https://api.x/{base}", map[string]*openapi3.ServerVariable{"base": {Default: "v3"}}), []string{"/v3"}},
+		// No enum, a whole segment: a parameter, any value matches.
+		{mk("https://api.x/{base}", map[string]*openapi3.ServerVariable{"base": {Default: "v3"}}), []string{"/{base}"}},
+		{mk("https://{host}/t/{tenant}/api", map[string]*openapi3.ServerVariable{"host": {Default: "x.com"}, "tenant": {Default: "acme"}}), []string{"/t/{tenant}/api"}},
+		// No enum, not a whole segment, or several: the default.
+		{mk("https://api.x/api-{version}", map[string]*openapi3.ServerVariable{"version": {Default: "v3"}}), []string{"/api-v3"}},
+		{mk("https://api.x/{basePath}", map[string]*openapi3.ServerVariable{"basePath": {Default: "api/v3"}}), []string{"/api/v3"}},
+		{mk("https://api.x/{v}/{v}", map[string]*openapi3.ServerVariable{"v": {Default: "a"}}), []string{"/a/a"}},
+		// Named like a path parameter of the route: the default.
+		{mk("https://api.x/{id}", map[string]*openapi3.ServerVariable{"id": {Default: "v1"}}), []string{"/v1"}},
 		// Decoded, whichever value it comes from.
 		{mk("https://api.x/{p}", map[string]*openapi3.ServerVariable{"p": {Default: "a%20b", Enum: []string{"a%20b", "c"}}}), []string{"/a b", "/c"}},
 		{mk("https://api.x", nil), []string{""}},
 	}
 	for _, c := range cases {
-		if got := serverBasePaths(c.s); !slices.Equal(got, c.want) {
+		if got := serverBasePaths(c.s, map[string]bool{"id": true}); !slices.Equal(got, c.want) {
 			t.Errorf("serverBasePaths(%q) = %q, want %q", c.s.URL, got, c.want)
 		}
 	}
@@ -304,7 +311,7 @@ func TestServerEnumBasePaths(t *testing.T) {
 		vars[n] = &openapi3.ServerVariable{Default: "a", Enum: []string{"a", "b", "c"}}
 		url += "/{" + n + "}"
 	}
-	if got := serverBasePaths(mk(url, vars)); len(got) == 0 || len(got) > maxServerURLs {
+	if got := serverBasePaths(mk(url, vars), nil); len(got) == 0 || len(got) > maxServerURLs {
 		t.Errorf("12 enum variables: %d base paths", len(got))
 	}
 }

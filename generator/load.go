@@ -234,7 +234,13 @@ func (b *builder) checkRoutes() {
 			bases = []string{""}
 		}
 		for _, base := range bases {
-			id := o.Method + " " + base + shape
+			bshape := base
+			if strings.Contains(base, "{") {
+				if bs, err := routeShape(base); err == nil {
+					bshape = bs
+				}
+			}
+			id := o.Method + " " + bshape + shape
 			if prev, dup := claimed[id]; dup {
 				b.d.add(o.Pos, "operation %s matches the same requests as %s (%s %s)", describeOp(o), describeOp(prev), o.Method, base+o.Path)
 				continue
@@ -611,29 +617,53 @@ func (b *builder) basePaths(r *opRef) []string {
 	if r.op.Servers != nil && len(*r.op.Servers) > 0 {
 		servers = *r.op.Servers
 	}
+	// A server variable must not take the name of a path parameter: the
+	// runtime parses base path + route as one template.
+	reserved := map[string]bool{}
+	for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
+		reserved[m[1]] = true
+	}
 	set := map[string]bool{}
 	for _, s := range servers {
 		if s == nil {
 			continue
 		}
-		for _, p := range serverBasePaths(s) {
+		for _, p := range serverBasePaths(s, reserved) {
 			set[p] = true
 		}
 	}
 	if len(set) == 0 || (len(set) == 1 && set[""]) {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(set))
+	// /{a} and /{b} (two servers) match the same requests: keep one.
+	var out []string
+	shapes := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(set)) {
+		shape := p
+		if sh, err := routeShape(p); err == nil && p != "" {
+			shape = sh
+		}
+		if !shapes[shape] {
+			shapes[shape] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // maxServerURLs bounds the expansion of server variables' enums; past it
 // the remaining variables take their defaults.
 const maxServerURLs = 256
 
+var pathParam = regexp.MustCompile(`\{([^{}/]+)\}`)
+
 // serverBasePaths expands a server URL's variables, each to every value
-// of its enum plus its default (a variable without an enum to its
-// default), and returns the distinct base paths, sorted.
-func serverBasePaths(s *openapi3.Server) []string {
+// of its enum plus its default. A variable without an enum that stands
+// for one whole segment of the path (https://x/{tenant}/api) stays a
+// parameter, {tenant}, matching any value; one elsewhere in the path, or
+// named like a path parameter (reserved), takes its default. Returns the
+// distinct base paths, sorted.
+func serverBasePaths(s *openapi3.Server, reserved map[string]bool) []string {
 	urls := []string{s.URL}
 	for _, name := range slices.Sorted(maps.Keys(s.Variables)) {
 		v := s.Variables[name]
@@ -643,6 +673,9 @@ func serverBasePaths(s *openapi3.Server) []string {
 		ref := "{" + name + "}"
 		if !strings.Contains(s.URL, ref) {
 			continue
+		}
+		if len(v.Enum) == 0 && !reserved[name] && segmentVariable(s, name) {
+			continue // left in place as {name}
 		}
 		vals := []string{v.Default}
 		if len(urls)*(len(v.Enum)+1) <= maxServerURLs {
@@ -666,6 +699,34 @@ func serverBasePaths(s *openapi3.Server) []string {
 		set[urlBasePath(u)] = true
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// segmentVariable reports whether the variable name of s can be a route
+// parameter: its default is one non-empty segment, and it stands for
+// exactly one whole segment of the URL's path (not the host, not part of a
+// segment).
+func segmentVariable(s *openapi3.Server, name string) bool {
+	v := s.Variables[name]
+	if v == nil || v.Default == "" || strings.ContainsAny(v.Default, "/?#") || name == "" || strings.ContainsAny(name, "{}/%") {
+		return false
+	}
+	const mark = "\x00"
+	raw := strings.ReplaceAll(s.URL, "{"+name+"}", mark)
+	for other, ov := range s.Variables {
+		if other != name && ov != nil {
+			raw = strings.ReplaceAll(raw, "{"+other+"}", ov.Default)
+		}
+	}
+	n := 0
+	for _, seg := range strings.Split(urlBasePath(raw), "/") {
+		switch {
+		case seg == mark:
+			n++
+		case strings.Contains(seg, mark):
+			return false
+		}
+	}
+	return n == 1
 }
 
 // serverBasePath is the base path of a server URL with its variables'

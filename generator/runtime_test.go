@@ -2,6 +2,8 @@ package generator
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -74,5 +76,58 @@ func TestModelMirrorsRuntimeConstants(t *testing.T) {
 	if DefaultTTL != idemrt.DefaultTTL || DefaultLease != idemrt.DefaultLease ||
 		DefaultMaxResponseBytes != idemrt.DefaultMaxResponseBytes || DefaultMaxRequestBytes != idemrt.DefaultMaxRequestBytes {
 		t.Error("defaults differ from the runtime's")
+	}
+}
+
+// A server variable without an enum that stands for a whole segment is a
+// parameter of the base path: any value is protected, and the runtime
+// accepts the policies (two servers with such a variable are one pattern).
+func TestServerVariableSegmentThroughRuntime(t *testing.T) {
+	spec := `openapi: 3.0.3
+info: {title: t, version: "1"}
+servers:
+  - url: https://api.x/{tenant}
+    variables: {tenant: {default: acme}}
+  - url: https://eu.api.x/{region}
+    variables: {region: {default: eu}}
+  - url: https://api.x/fixed/{id}
+    variables: {id: {default: v1}}
+paths:
+  /orders/{id}:
+    post:
+      operationId: createOrder
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      x-idempotent: {principal: anonymous}
+      responses: {"200": {description: ok}}
+`
+	res, err := gen(t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Model.Operations[0]
+	if want := []string{"/fixed/v1", "/{region}"}; !slices.Equal(o.BasePaths, want) {
+		t.Fatalf("BasePaths %q, want %q", o.BasePaths, want)
+	}
+	startMiddleware(t, "spec", res.Model)
+	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore()}, policyOf(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n++ }))
+	for i, c := range []struct {
+		path     string
+		replayed bool
+	}{{"/globex/orders/1", false}, {"/globex/orders/1", true}, {"/fixed/v1/orders/2", false}, {"/fixed/v1/orders/2", true}} {
+		req := httptest.NewRequest("POST", c.path, nil)
+		req.Header.Set("Idempotency-Key", "k"+c.path)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := rec.Header().Get("Idempotent-Replayed") == "true"; rec.Code != http.StatusOK || got != c.replayed {
+			t.Errorf("%d %s: status %d replayed %v, want 200 replayed %v", i, c.path, rec.Code, got, c.replayed)
+		}
+	}
+	if n != 2 {
+		t.Errorf("handler ran %d times, want 2", n)
 	}
 }
