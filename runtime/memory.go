@@ -80,15 +80,18 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 		return ClaimResult{State: Acquired, Epoch: rec.epoch}, nil
 	}
 	if !ok {
+		// A fresh record's epoch starts at the clock in microseconds, so
+		// that a record re-created after Sweep deleted the key's previous
+		// one follows every epoch that one handed out.
 		rec = &memRecord{
-			epoch:              1,
+			epoch:              now.UnixMicro(),
 			fingerprint:        req.Fingerprint,
 			fingerprintVersion: req.FingerprintVersion,
 			leaseUntil:         now.Add(req.Lease),
 			expiresAt:          now.Add(req.TTL),
 		}
 		s.records[req.RecordKey] = rec
-		return ClaimResult{State: Acquired, Epoch: 1}, nil
+		return ClaimResult{State: Acquired, Epoch: rec.epoch}, nil
 	}
 	if rec.completed {
 		return ClaimResult{

@@ -60,7 +60,10 @@ func (s ClaimState) String() string {
 type ClaimResult struct {
 	State ClaimState
 	// Epoch is the fencing token of the record: for Acquired, the caller's
-	// own epoch (1 for a new record, previous+1 for a takeover).
+	// own epoch: a fresh record starts at the store's clock in microseconds
+	// (so a key re-created after Sweep deleted its record follows every
+	// epoch the deleted record handed out), and a takeover or a claim of a
+	// released record is previous+1.
 	Epoch int64
 	// TakenOver is true when Acquired replaced an in-progress record whose
 	// lease had ended.

@@ -15,7 +15,7 @@ INSERT INTO idempotency_keys AS t (
     lease_until, expires_at, status, headers, body, tombstone)
 VALUES (
     $1, $2, $3, $4,
-    $5, 1, 1,
+    $5, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
     statement_timestamp() + $6::bigint * interval '1 millisecond',
     statement_timestamp() + $7::bigint * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
@@ -49,6 +49,10 @@ type AcquireParams struct {
 // re-checks those conditions on the row under its lock (a concurrent
 // inserter is waited for and the condition evaluated on the row it
 // committed). No row back means another attempt holds the key: read again.
+// A fresh row's epoch is the clock in microseconds, so that a row
+// re-created after Sweep deleted the key's previous one follows every epoch
+// that one handed out (its creation time plus one per claim after); a claim
+// of an existing row is its epoch + 1.
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.db.QueryRow(ctx, acquire,
 		arg.Scope,

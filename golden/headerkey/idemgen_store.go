@@ -123,7 +123,9 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		takenOver := found && cur.Unexpired && cur.State == stateInProgress && epoch > 1
+		// A takeover of the record read moves its epoch on by one; a fresh
+		// row (the record was swept since the read) starts at the clock.
+		takenOver := found && cur.Unexpired && cur.State == stateInProgress && epoch == cur.Epoch+1
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takenOver}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)

@@ -12,12 +12,16 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- Acquire claims a key that is absent, expired, released, or in progress
 -- with an ended lease, in one statement: the conflict clause re-checks the record
 -- under SQLite's write lock. No row means another attempt holds the key.
+-- A fresh row's epoch is the clock in microseconds (SQLite's clock counts
+-- milliseconds), so that a row re-created after Sweep deleted the key's
+-- previous one follows every epoch that one handed out (its creation time
+-- plus one per claim after); a claim of an existing row is its epoch + 1.
 INSERT INTO idempotency_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
     lease_until, expires_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
-    sqlc.arg(fingerprint_version), 1, 1,
+    sqlc.arg(fingerprint_version), 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER),
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
     0, x'', x'', FALSE)

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idemrt.Store) {
 		{"LateCompletionWithoutTakeover", s.lateCompletion},
 		{"ReleaseThenReclaim", s.releaseReclaim},
 		{"FencedAcrossRelease", s.fencedAcrossRelease},
+		{"EpochsSurviveSweep", s.epochsSurviveSweep},
 		{"CompletedRecordCannotBeReleased", s.releaseCompleted},
 		{"ExpiredCompletedIsAbsent", s.expiredCompleted},
 		{"Tombstone", s.tombstone},
@@ -184,16 +185,16 @@ func (s *suite) singleClaim(t *testing.T, st idemrt.Store) {
 	k := s.key(t)
 	res := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
 	wantState(t, res, idemrt.Acquired)
-	if res.Epoch != 1 {
-		t.Errorf("epoch of a new record = %d, want 1", res.Epoch)
+	if res.Epoch <= 0 {
+		t.Errorf("epoch of a new record = %d, want more than 0", res.Epoch)
 	}
 	if res.TakenOver {
 		t.Error("TakenOver set on a new record")
 	}
 	again := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
 	wantState(t, again, idemrt.InProgress)
-	if again.Epoch != 1 {
-		t.Errorf("in-progress epoch = %d, want 1", again.Epoch)
+	if again.Epoch != res.Epoch {
+		t.Errorf("in-progress epoch = %d, want the claim's %d", again.Epoch, res.Epoch)
 	}
 }
 
@@ -510,7 +511,7 @@ func (s *suite) principalIsolation(t *testing.T, st idemrt.Store) {
 	for _, other := range []idemrt.RecordKey{b, anon} {
 		rb := mustClaim(t, st, claimReq(other, fp("b"), longLease, longTTL))
 		wantState(t, rb, idemrt.Acquired)
-		if rb.Epoch != 1 || rb.TakenOver {
+		if rb.Epoch <= 0 || rb.TakenOver {
 			t.Errorf("other principal's record epoch %d takenOver %v, want a fresh record", rb.Epoch, rb.TakenOver)
 		}
 		complete(t, st, other, rb.Epoch, &idemrt.SavedResponse{Status: 200, Header: http.Header{}, Body: []byte("other")}, longTTL)
@@ -734,7 +735,8 @@ func (s *suite) caseSensitive(t *testing.T, st idemrt.Store) {
 // fencedAcrossRelease: worker A's lease ends, B takes the key over and
 // releases it, C claims it. A's late completion must still be fenced: a
 // store that deleted released records and restarted epochs at 1 would let
-// A overwrite C's record.
+// A overwrite C's record. (epochsSurviveSweep covers the deletion that does
+// happen: the sweeper's.)
 func (s *suite) fencedAcrossRelease(t *testing.T, st idemrt.Store) {
 	ctx := context.Background()
 	k := s.key(t)
@@ -777,5 +779,57 @@ func (s *suite) fencedAcrossRelease(t *testing.T, st idemrt.Store) {
 	got, err = st.Claim(ctx, req(time.Minute))
 	if err != nil || got.State != idemrt.Completed || string(got.Response.Body) != "C" {
 		t.Errorf("replay: %+v, %v; want C's response", got, err)
+	}
+}
+
+// epochsSurviveSweep: worker A claims with a short lease and TTL and stalls
+// past the TTL; the sweeper deletes the record and B claims the key afresh.
+// B's epoch must differ from (and follow) every epoch the deleted record
+// handed out, so that A's late Complete and Release are fenced: a store that
+// started every new record at epoch 1 would let A overwrite B's record.
+func (s *suite) epochsSurviveSweep(t *testing.T, st idemrt.Store) {
+	ctx := context.Background()
+	k := s.key(t)
+	a := mustClaim(t, st, claimReq(k, fp("a"), shortLease, shortTTL))
+	wantState(t, a, idemrt.Acquired)
+	time.Sleep(pastShortTTL)
+	// Sweep until nothing expired is left: A's record is gone.
+	for i := 0; ; i++ {
+		n, err := st.Sweep(ctx, 100)
+		if err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+		if i > 10000 {
+			t.Fatal("Sweep never ran out of expired records")
+		}
+	}
+	b := mustClaim(t, st, claimReq(k, fp("b"), longLease, longTTL))
+	wantState(t, b, idemrt.Acquired)
+	if b.TakenOver {
+		t.Errorf("B's claim of a swept key reports a takeover: %+v", b)
+	}
+	if b.Epoch <= a.Epoch {
+		t.Errorf("B's epoch %d after the sweep does not follow A's %d", b.Epoch, a.Epoch)
+	}
+	late := idemrt.Completion{RecordKey: k, Epoch: a.Epoch, TTL: longTTL, Response: &idemrt.SavedResponse{Status: 200, Header: http.Header{}, Body: []byte("A")}}
+	if err := st.Complete(ctx, late); !errors.Is(err, idemrt.ErrFenced) {
+		t.Errorf("A's late completion after the sweep: %v, want ErrFenced", err)
+	}
+	if err := st.Release(ctx, k, a.Epoch); !errors.Is(err, idemrt.ErrFenced) {
+		t.Errorf("A's late release after the sweep: %v, want ErrFenced", err)
+	}
+	got := mustClaim(t, st, claimReq(k, fp("b"), longLease, longTTL))
+	wantState(t, got, idemrt.InProgress)
+	if got.Epoch != b.Epoch || got.Fingerprint != fp("b") {
+		t.Fatalf("B's record after A's late calls: epoch %d fingerprint %x, want epoch %d and B's fingerprint", got.Epoch, got.Fingerprint[:4], b.Epoch)
+	}
+	complete(t, st, k, b.Epoch, &idemrt.SavedResponse{Status: 201, Header: http.Header{}, Body: []byte("B")}, longTTL)
+	got = mustClaim(t, st, claimReq(k, fp("b"), longLease, longTTL))
+	wantState(t, got, idemrt.Completed)
+	if got.Response == nil || got.Response.Status != 201 || string(got.Response.Body) != "B" {
+		t.Errorf("replay: %+v, want B's response", got.Response)
 	}
 }

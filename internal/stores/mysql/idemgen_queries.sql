@@ -5,15 +5,23 @@
 -- unless sql_mode has SIMULTANEOUS_ASSIGNMENT: NewStore refuses it), so the first
 -- one decides: it stores this attempt's random claim_token only when the
 -- record may be taken, and every later assignment tests that token instead
--- of re-reading columns already changed. Affected rows: 1 inserted, 2 taken
--- over (LAST_INSERT_ID() = new epoch * 2 + 1 if an in-progress record was
--- taken over, else new epoch * 2), 0 the record is live (read it).
+-- of re-reading columns already changed. A fresh row's epoch is the clock
+-- in microseconds, so that a row re-created after Sweep deleted the key's
+-- previous one follows every epoch that one handed out (its creation time
+-- plus one per claim after); a claim of an existing row is its epoch + 1.
+-- Affected rows: 1 inserted (LAST_INSERT_ID() = epoch * 4), 2 taken over
+-- (LAST_INSERT_ID() = new epoch * 4 + 3 if an in-progress record was taken
+-- over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
+-- row sets LAST_INSERT_ID() even when the row exists, so an update that did
+-- not compute a new epoch leaves a multiple of 4.
 INSERT INTO idempotency_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
     claim_token, lease_until, expires_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
-    sqlc.arg(fingerprint_version), 1, 1, sqlc.arg(claim_token),
+    sqlc.arg(fingerprint_version), 1,
+    LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)) * 4) DIV 4,
+    sqlc.arg(claim_token),
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(lease_us) MICROSECOND,
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
     0, '', '', FALSE)
@@ -21,7 +29,7 @@ ON DUPLICATE KEY UPDATE
     claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
                      VALUES(claim_token), claim_token),
     epoch = IF(claim_token = VALUES(claim_token),
-               LAST_INSERT_ID((epoch + 1) * 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 2,
+               LAST_INSERT_ID((epoch + 1) * 4 + 2 + (state = 1 AND expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))) DIV 4,
                epoch),
     fingerprint = IF(claim_token = VALUES(claim_token), VALUES(fingerprint), fingerprint),
     fingerprint_version = IF(claim_token = VALUES(claim_token), VALUES(fingerprint_version), fingerprint_version),

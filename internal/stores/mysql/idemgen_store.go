@@ -221,20 +221,20 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		switch affected {
 		case 0: // another attempt made the record live since the read; read it
 			continue
-		case 1: // inserted
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: 1}, nil
-		case 2: // an expired or lease-ended record was taken
+		case 1, 2: // 1 inserted; 2 an expired, released or lease-ended record was taken
 			id, err := res.LastInsertId()
 			if err != nil {
 				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 			}
-			if id/2 < 1 {
-				// The upsert changed the row without computing a new epoch: its
-				// assignments did not see each other (SIMULTANEOUS_ASSIGNMENT
-				// set after NewStore?). The record was not claimed.
-				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert changed the record but returned no new epoch (LAST_INSERT_ID() = %d); is SIMULTANEOUS_ASSIGNMENT in sql_mode?", id)
+			if id/4 < 1 || (affected == 1) != (id%4 == 0) {
+				// The epoch's tag does not match the row count: the upsert
+				// changed the row without computing a new epoch (its
+				// assignments did not see each other: SIMULTANEOUS_ASSIGNMENT
+				// set after NewStore?), or the insert's epoch did not come
+				// back. Do not report a claim.
+				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert changed the record but returned no new epoch (LAST_INSERT_ID() = %d, %d rows); is SIMULTANEOUS_ASSIGNMENT in sql_mode?", id, affected)
 			}
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 2, TakenOver: id%2 == 1}, nil
+			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 4, TakenOver: id%4 == 3}, nil
 		default:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert affected %d rows, want 0, 1 or 2", affected)
 		}

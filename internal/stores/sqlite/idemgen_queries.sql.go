@@ -15,7 +15,7 @@ INSERT INTO idempotency_keys (
     lease_until, expires_at, status, headers, body, tombstone)
 VALUES (
     ?1, ?2, ?3, ?4,
-    ?5, 1, 1,
+    ?5, 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER),
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?7 AS INTEGER),
     0, x'', x'', FALSE)
@@ -49,6 +49,10 @@ type AcquireParams struct {
 // Acquire claims a key that is absent, expired, released, or in progress
 // with an ended lease, in one statement: the conflict clause re-checks the record
 // under SQLite's write lock. No row means another attempt holds the key.
+// A fresh row's epoch is the clock in microseconds (SQLite's clock counts
+// milliseconds), so that a row re-created after Sweep deleted the key's
+// previous one follows every epoch that one handed out (its creation time
+// plus one per claim after); a claim of an existing row is its epoch + 1.
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.queryRow(ctx, q.acquireStmt, acquire,
 		arg.Scope,

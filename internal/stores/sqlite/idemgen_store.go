@@ -101,7 +101,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	}
 	lookup := LookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
 	for range maxClaimAttempts {
-		takeover := false
+		takeover, readEpoch := false, int64(0)
 		row, err := s.q.Lookup(ctx, lookup)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -120,7 +120,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				tombstone:          row.Tombstone,
 			}.result()
 		default:
-			takeover = row.Unexpired && row.State == stateInProgress
+			takeover, readEpoch = row.Unexpired && row.State == stateInProgress, row.Epoch
 		}
 		epoch, err := s.q.Acquire(ctx, AcquireParams{
 			Scope:              req.Scope,
@@ -137,7 +137,9 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch > 1}, nil
+		// A takeover of the record read moves its epoch on by one; a fresh
+		// row (the record was swept since the read) starts at the clock.
+		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }

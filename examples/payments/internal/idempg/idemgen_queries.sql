@@ -17,12 +17,16 @@ WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem
 -- re-checks those conditions on the row under its lock (a concurrent
 -- inserter is waited for and the condition evaluated on the row it
 -- committed). No row back means another attempt holds the key: read again.
+-- A fresh row's epoch is the clock in microseconds, so that a row
+-- re-created after Sweep deleted the key's previous one follows every epoch
+-- that one handed out (its creation time plus one per claim after); a claim
+-- of an existing row is its epoch + 1.
 INSERT INTO idempotency_keys AS t (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
     lease_until, expires_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
-    sqlc.arg(fingerprint_version), 1, 1,
+    sqlc.arg(fingerprint_version), 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
     statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
