@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // annotation is one decoded x-idempotent object (or x-idempotent-defaults):
@@ -151,7 +153,7 @@ func decodeObject(ext string, m map[string]any, at locator, d *diags) *annotatio
 				continue
 			}
 			for _, h := range list {
-				if !headerToken.MatchString(h) {
+				if !idemrt.IsToken(h) {
 					d.add(pos, "%s: %q is not a header name", where, h)
 					continue
 				}
@@ -209,7 +211,7 @@ func decodeKey(where string, v any, at locator, d *diags) *keySpec {
 				bad = true
 				continue
 			}
-			if name == "header" && !headerToken.MatchString(s) {
+			if name == "header" && !idemrt.IsToken(s) {
 				d.add(pos, "%s: %q is not a header name", w, s)
 				bad = true
 				continue
@@ -294,7 +296,7 @@ func decodeFingerprint(where string, v any, at locator, d *diags) *fingerprintSp
 				continue
 			}
 			for _, p := range list {
-				if !validPointer(p) {
+				if idemrt.ValidatePointer(p) != nil {
 					d.add(pos, "%s: %q is not a JSON pointer (want e.g. /amount)", w, p)
 					bad = true
 				}
@@ -485,28 +487,9 @@ func describe(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
-var headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
 var fieldPathRE = regexp.MustCompile(`^[^.\s]+(\.[^.\s]+)*$`)
 
 func validFieldPath(s string) bool { return fieldPathRE.MatchString(s) }
-
-// validPointer checks RFC 6901 syntax: "" or "/"-separated tokens whose "~"
-// is followed by 0 or 1.
-func validPointer(p string) bool {
-	if p == "" {
-		return true
-	}
-	if p[0] != '/' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		if p[i] == '~' && (i+1 >= len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
-			return false
-		}
-	}
-	return true
-}
 
 // neverReplayed are the headers CONTRACT §3 forbids replaying.
 var neverReplayed = map[string]bool{

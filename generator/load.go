@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 const (
@@ -224,7 +225,7 @@ func (b *builder) checkRoutes() {
 		if !o.Routed() {
 			continue
 		}
-		shape, err := routeShape(o.Path)
+		shape, err := idemrt.RouteShape(o.Path)
 		if err != nil {
 			b.d.add(o.Pos, "operation %s: %v", describeOp(o), err)
 			continue
@@ -236,7 +237,7 @@ func (b *builder) checkRoutes() {
 		for _, base := range bases {
 			bshape := base
 			if strings.Contains(base, "{") {
-				if bs, err := routeShape(base); err == nil {
+				if bs, err := idemrt.RouteShape(base); err == nil {
 					bshape = bs
 				}
 			}
@@ -248,56 +249,6 @@ func (b *builder) checkRoutes() {
 			claimed[id] = o
 		}
 	}
-}
-
-// routeShape checks a path template and returns it with its parameter
-// names erased: "/a/{id}.{ext}" -> "/a/{}.{}".
-func routeShape(t string) (string, error) {
-	if !strings.HasPrefix(t, "/") {
-		return "", fmt.Errorf("path %q does not start with /", t)
-	}
-	var shape strings.Builder
-	seen := map[string]bool{}
-	for _, seg := range strings.Split(t[1:], "/") {
-		shape.WriteByte('/')
-		prevParam := false
-		for seg != "" {
-			open := strings.IndexByte(seg, '{')
-			if open < 0 {
-				if strings.IndexByte(seg, '}') >= 0 {
-					return "", fmt.Errorf("path %q: unbalanced }", t)
-				}
-				shape.WriteString(seg)
-				break
-			}
-			if open > 0 {
-				if strings.IndexByte(seg[:open], '}') >= 0 {
-					return "", fmt.Errorf("path %q: unbalanced }", t)
-				}
-				shape.WriteString(seg[:open])
-				prevParam = false
-			}
-			end := strings.IndexByte(seg[open:], '}')
-			if end < 0 {
-				return "", fmt.Errorf("path %q: unclosed {", t)
-			}
-			name := seg[open+1 : open+end]
-			if name == "" || strings.ContainsAny(name, "{") {
-				return "", fmt.Errorf("path %q: bad parameter name %q", t, name)
-			}
-			if seen[name] {
-				return "", fmt.Errorf("path %q: parameter {%s} appears twice", t, name)
-			}
-			if prevParam {
-				return "", fmt.Errorf("path %q: parameter {%s} follows another with nothing between them", t, name)
-			}
-			seen[name] = true
-			prevParam = true
-			shape.WriteString("{}")
-			seg = seg[open+end+1:]
-		}
-	}
-	return shape.String(), nil
 }
 
 func itemOps(item *openapi3.PathItem, kind OpKind, path string) []*opRef {
@@ -587,7 +538,7 @@ func (b *builder) replayHeaders(op *openapi3.Operation, extra []string) []string
 				continue
 			}
 			for name := range resp.Value.Headers {
-				if !headerToken.MatchString(name) {
+				if !idemrt.IsToken(name) {
 					continue
 				}
 				set[textproto.CanonicalMIMEHeaderKey(name)] = true
@@ -640,7 +591,7 @@ func (b *builder) basePaths(r *opRef) []string {
 	shapes := map[string]bool{}
 	for _, p := range slices.Sorted(maps.Keys(set)) {
 		shape := p
-		if sh, err := routeShape(p); err == nil && p != "" {
+		if sh, err := idemrt.RouteShape(p); err == nil && p != "" {
 			shape = sh
 		}
 		if !shapes[shape] {

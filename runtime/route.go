@@ -35,7 +35,7 @@ type routePart struct {
 
 func parseRoute(t string) (*routePattern, error) {
 	if !strings.HasPrefix(t, "/") {
-		return nil, fmt.Errorf("route %q does not start with /", t)
+		return nil, fmt.Errorf("path %q does not start with /", t)
 	}
 	rp := &routePattern{template: t}
 	var shape strings.Builder
@@ -48,7 +48,7 @@ func parseRoute(t string) (*routePattern, error) {
 			open := strings.IndexByte(rest, '{')
 			if open < 0 {
 				if strings.IndexByte(rest, '}') >= 0 {
-					return nil, fmt.Errorf("route %q: unbalanced }", t)
+					return nil, fmt.Errorf("path %q: unbalanced }", t)
 				}
 				seg.parts = append(seg.parts, routePart{lit: rest})
 				shape.WriteString(rest)
@@ -57,25 +57,25 @@ func parseRoute(t string) (*routePattern, error) {
 			if open > 0 {
 				lit := rest[:open]
 				if strings.IndexByte(lit, '}') >= 0 {
-					return nil, fmt.Errorf("route %q: unbalanced }", t)
+					return nil, fmt.Errorf("path %q: unbalanced }", t)
 				}
 				seg.parts = append(seg.parts, routePart{lit: lit})
 				shape.WriteString(lit)
 			}
 			end := strings.IndexByte(rest[open:], '}')
 			if end < 0 {
-				return nil, fmt.Errorf("route %q: unclosed {", t)
+				return nil, fmt.Errorf("path %q: unclosed {", t)
 			}
 			name := rest[open+1 : open+end]
 			if name == "" || strings.ContainsAny(name, "{") {
-				return nil, fmt.Errorf("route %q: bad parameter name %q", t, name)
+				return nil, fmt.Errorf("path %q: bad parameter name %q", t, name)
 			}
 			if seen[name] {
-				return nil, fmt.Errorf("route %q: parameter {%s} appears twice", t, name)
+				return nil, fmt.Errorf("path %q: parameter {%s} appears twice", t, name)
 			}
 			seen[name] = true
 			if n := len(seg.parts); n > 0 && seg.parts[n-1].param {
-				return nil, fmt.Errorf("route %q: parameters {%s} and the one before it are adjacent (ambiguous)", t, name)
+				return nil, fmt.Errorf("path %q: parameter {%s} follows another with nothing between them", t, name)
 			}
 			seg.parts = append(seg.parts, routePart{lit: name, param: true})
 			seg.literal = false
