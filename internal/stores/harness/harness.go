@@ -777,3 +777,42 @@ func LargeResponse(t *testing.T, st idemrt.Store) {
 		t.Errorf("replayed headers %q, want %q", got.Response.Header, h)
 	}
 }
+
+// DatabaseClock claims a key on a with a 2 s lease and shows that the lease
+// lives on the database's clock: serverLease (the stored lease_until minus
+// the server's own now, read by the caller in its dialect) is about the
+// lease, the second server b sees it in progress with at most the lease
+// left, takes it over only once it has ended, and a's late completion is
+// then fenced.
+func DatabaseClock(t *testing.T, a, b idemrt.Store, serverLease func(ctx context.Context, key string) (time.Duration, error)) {
+	t.Helper()
+	ctx := context.Background()
+	k := idemrt.RecordKey{Scope: "clock", Key: UniqueKey(t, "clock")}
+	const lease = 2 * time.Second
+	res, err := a.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || res.State != idemrt.Acquired {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	stored, err := serverLease(ctx, k.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored <= lease-500*time.Millisecond || stored > lease {
+		t.Errorf("stored lease ends %v after the server's now, want about %v", stored, lease)
+	}
+	got, err := b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.InProgress {
+		t.Fatalf("second server's claim: %+v, %v; want in progress", got, err)
+	}
+	if got.LeaseRemaining <= 0 || got.LeaseRemaining > lease {
+		t.Errorf("second server sees %v of lease left, want (0, %v]", got.LeaseRemaining, lease)
+	}
+	time.Sleep(lease + 200*time.Millisecond)
+	got, err = b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
+	if err != nil || got.State != idemrt.Acquired || !got.TakenOver || got.Epoch != res.Epoch+1 {
+		t.Fatalf("takeover after the lease: %+v, %v", got, err)
+	}
+	if err := a.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour}); err != idemrt.ErrFenced {
+		t.Errorf("first server's late completion: %v, want ErrFenced", err)
+	}
+}

@@ -22,47 +22,7 @@ func newBackend(ctx context.Context, conn *sql.DB) (*harness.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	const insert = "INSERT INTO effects (id, worker) VALUES (?, ?)"
-	return &harness.Backend{
-		Store: st,
-		Effect: func(ctx context.Context, id, worker string) error {
-			if tx, ok := TxFromContext(ctx); ok {
-				_, err := tx.ExecContext(ctx, insert, id, worker)
-				return err
-			}
-			_, err := conn.ExecContext(ctx, insert, id, worker)
-			return err
-		},
-		Effects: func(ctx context.Context, id string) (n int, err error) {
-			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM effects WHERE id = ?", id).Scan(&n)
-			return n, err
-		},
-		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
-			tx, err := conn.BeginTx(ctx, nil)
-			if err != nil {
-				return false, err
-			}
-			defer tx.Rollback()
-			first, err := MarkProcessed(ctx, tx, consumer, id)
-			if err != nil {
-				return false, err
-			}
-			if first {
-				if _, err := tx.ExecContext(ctx, insert, id, "consumer"); err != nil {
-					return false, err
-				}
-			}
-			time.Sleep(hold)
-			if rollback {
-				return first, tx.Rollback()
-			}
-			return first, tx.Commit()
-		},
-		Records: func(ctx context.Context) (n int, err error) {
-			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
-			return n, err
-		},
-	}, nil
+	return harness.SQLBackend(st, conn, TxFromContext, MarkProcessed), nil
 }
 
 func (db *testDB) backend(t testing.TB, edit func(*mysql.Config)) *harness.Backend {
@@ -139,37 +99,13 @@ func TestSweeper(t *testing.T) {
 // second cannot take the key before it ends.
 func TestDatabaseClock(t *testing.T) {
 	db := newTestDB(t)
-	ctx := context.Background()
 	a := db.backend(t, func(c *mysql.Config) { c.Params = map[string]string{"time_zone": "'+13:00'"} }).Store.(*Store)
 	b := db.backend(t, func(c *mysql.Config) { c.Params = map[string]string{"time_zone": "'-11:00'"} }).Store.(*Store)
-	k := idemrt.RecordKey{Scope: "clock", Key: harness.UniqueKey(t, "clock")}
-	const lease = 2 * time.Second
-	res, err := a.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || res.State != idemrt.Acquired {
-		t.Fatalf("claim: %+v, %v", res, err)
-	}
-	var remainingUs int64
-	if err := a.db.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until) FROM idempotency_keys WHERE idem_key = ?", k.Key).Scan(&remainingUs); err != nil {
-		t.Fatal(err)
-	}
-	if serverLease := time.Duration(remainingUs) * time.Microsecond; serverLease <= lease-500*time.Millisecond || serverLease > lease {
-		t.Errorf("stored lease ends %v after the server's UTC now, want about %v", serverLease, lease)
-	}
-	got, err := b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || got.State != idemrt.InProgress {
-		t.Fatalf("second server's claim: %+v, %v; want in progress", got, err)
-	}
-	if got.LeaseRemaining <= 0 || got.LeaseRemaining > lease {
-		t.Errorf("second server sees %v of lease left, want (0, %v]", got.LeaseRemaining, lease)
-	}
-	time.Sleep(lease + 200*time.Millisecond)
-	got, err = b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || got.State != idemrt.Acquired || !got.TakenOver || got.Epoch != res.Epoch+1 {
-		t.Fatalf("takeover after the lease: %+v, %v", got, err)
-	}
-	if err := a.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour}); err != idemrt.ErrFenced {
-		t.Errorf("first server's late completion: %v, want ErrFenced", err)
-	}
+	harness.DatabaseClock(t, a, b, func(ctx context.Context, key string) (time.Duration, error) {
+		var us int64
+		err := a.db.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until) FROM idempotency_keys WHERE idem_key = ?", key).Scan(&us)
+		return time.Duration(us) * time.Microsecond, err
+	})
 }
 
 // TestPrimaryOnly: a read-only session is refused with an error that says

@@ -141,36 +141,11 @@ func TestSweeper(t *testing.T) {
 // source).
 func TestDatabaseClock(t *testing.T) {
 	db := newTestDB(t)
-	ctx := context.Background()
 	a, b := db.store(t), db.store(t)
-	k := idemrt.RecordKey{Scope: "clock", Key: harness.UniqueKey(t, "clock")}
-	const lease = 2 * time.Second
-	res, err := a.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || res.State != idemrt.Acquired {
-		t.Fatalf("claim: %+v, %v", res, err)
-	}
-	var serverLease time.Duration
-	if err := a.pool.QueryRow(ctx, "SELECT lease_until - now() FROM idempotency_keys WHERE idem_key = $1", k.Key).Scan(&serverLease); err != nil {
-		t.Fatal(err)
-	}
-	if serverLease <= lease-500*time.Millisecond || serverLease > lease {
-		t.Errorf("stored lease ends %v after the server's now(), want about %v", serverLease, lease)
-	}
-	got, err := b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || got.State != idemrt.InProgress {
-		t.Fatalf("second server's claim: %+v, %v; want in progress", got, err)
-	}
-	if got.LeaseRemaining <= 0 || got.LeaseRemaining > lease {
-		t.Errorf("second server sees %v of lease left, want (0, %v]", got.LeaseRemaining, lease)
-	}
-	time.Sleep(lease + 200*time.Millisecond)
-	got, err = b.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: lease, TTL: time.Hour})
-	if err != nil || got.State != idemrt.Acquired || !got.TakenOver || got.Epoch != res.Epoch+1 {
-		t.Fatalf("takeover after the lease: %+v, %v", got, err)
-	}
-	if err := a.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, TTL: time.Hour}); err != idemrt.ErrFenced {
-		t.Errorf("first server's late completion: %v, want ErrFenced", err)
-	}
+	harness.DatabaseClock(t, a, b, func(ctx context.Context, key string) (d time.Duration, err error) {
+		err = a.pool.QueryRow(ctx, "SELECT lease_until - now() FROM idempotency_keys WHERE idem_key = $1", key).Scan(&d)
+		return d, err
+	})
 }
 
 // TestPrimaryOnly: a read-only session is refused with an error that says

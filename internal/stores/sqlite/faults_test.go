@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -19,47 +18,7 @@ func newBackend(ctx context.Context, conn *sql.DB) (*harness.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	const insert = "INSERT INTO effects (id, worker) VALUES (?, ?)"
-	return &harness.Backend{
-		Store: st,
-		Effect: func(ctx context.Context, id, worker string) error {
-			if tx, ok := TxFromContext(ctx); ok {
-				_, err := tx.ExecContext(ctx, insert, id, worker)
-				return err
-			}
-			_, err := conn.ExecContext(ctx, insert, id, worker)
-			return err
-		},
-		Effects: func(ctx context.Context, id string) (n int, err error) {
-			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM effects WHERE id = ?", id).Scan(&n)
-			return n, err
-		},
-		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
-			tx, err := conn.BeginTx(ctx, nil)
-			if err != nil {
-				return false, err
-			}
-			defer tx.Rollback()
-			first, err := MarkProcessed(ctx, tx, consumer, id)
-			if err != nil {
-				return false, err
-			}
-			if first {
-				if _, err := tx.ExecContext(ctx, insert, id, "consumer"); err != nil {
-					return false, err
-				}
-			}
-			time.Sleep(hold)
-			if rollback {
-				return first, tx.Rollback()
-			}
-			return first, tx.Commit()
-		},
-		Records: func(ctx context.Context) (n int, err error) {
-			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
-			return n, err
-		},
-	}, nil
+	return harness.SQLBackend(st, conn, TxFromContext, MarkProcessed), nil
 }
 
 func (db *testDB) backend(t testing.TB) *harness.Backend {

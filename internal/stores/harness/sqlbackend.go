@@ -1,0 +1,60 @@
+package harness
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// SQLBackend is the Backend of a database/sql store (SQLite, MySQL; both
+// take ? placeholders) over conn. txFrom and markProcessed are the store
+// package's generated TxFromContext and MarkProcessed, so that the handler's
+// writes and the consumer's deliveries go through the generated code.
+func SQLBackend(st idemrt.TxStore, conn *sql.DB,
+	txFrom func(context.Context) (*sql.Tx, bool),
+	markProcessed func(ctx context.Context, tx *sql.Tx, consumer, messageID string) (bool, error),
+) *Backend {
+	const insert = "INSERT INTO effects (id, worker) VALUES (?, ?)"
+	return &Backend{
+		Store: st,
+		Effect: func(ctx context.Context, id, worker string) error {
+			if tx, ok := txFrom(ctx); ok {
+				_, err := tx.ExecContext(ctx, insert, id, worker)
+				return err
+			}
+			_, err := conn.ExecContext(ctx, insert, id, worker)
+			return err
+		},
+		Effects: func(ctx context.Context, id string) (n int, err error) {
+			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM effects WHERE id = ?", id).Scan(&n)
+			return n, err
+		},
+		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return false, err
+			}
+			defer tx.Rollback()
+			first, err := markProcessed(ctx, tx, consumer, id)
+			if err != nil {
+				return false, err
+			}
+			if first {
+				if _, err := tx.ExecContext(ctx, insert, id, "consumer"); err != nil {
+					return false, err
+				}
+			}
+			time.Sleep(hold)
+			if rollback {
+				return first, tx.Rollback()
+			}
+			return first, tx.Commit()
+		},
+		Records: func(ctx context.Context) (n int, err error) {
+			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
+			return n, err
+		},
+	}
+}
