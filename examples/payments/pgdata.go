@@ -40,15 +40,7 @@ func (d *pgData) ListCharges(ctx context.Context, account string, limit int) ([]
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Charge{}
-	for rows.Next() {
-		c, err := scanCharge(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, scanCharge)
 }
 
 func (d *pgData) GetCharge(ctx context.Context, account, id string) (Charge, error) {
@@ -135,13 +127,5 @@ func (d *pgData) ListEvents(ctx context.Context, limit int) ([]Event, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Event{}
-	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.ID, &e.Type, &e.Received); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, scanEvent)
 }

@@ -37,10 +37,38 @@ func (d *sqlData) InsertCharge(ctx context.Context, account string, c Charge) er
 
 const chargeColumns = `id, amount, currency, customer, description, amount_refunded, created`
 
-func scanCharge(s interface{ Scan(...any) error }) (Charge, error) {
+// scanner is a row (pgx.Row, *sql.Row) or the current row of a result.
+type scanner interface{ Scan(...any) error }
+
+func scanCharge(s scanner) (Charge, error) {
 	c := Charge{Object: "charge"}
 	err := s.Scan(&c.ID, &c.Amount, &c.Currency, &c.Customer, &c.Description, &c.AmountRefunded, &c.Created)
 	return c, err
+}
+
+func scanEvent(s scanner) (Event, error) {
+	var e Event
+	err := s.Scan(&e.ID, &e.Type, &e.Received)
+	return e, err
+}
+
+// collect scans every row of a result (pgx.Rows and *sql.Rows alike; the
+// caller closes it) and never returns a nil slice, so an empty list
+// encodes as [].
+func collect[T any](rows interface {
+	scanner
+	Next() bool
+	Err() error
+}, scan func(scanner) (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 func (d *sqlData) ListCharges(ctx context.Context, account string, limit int) ([]Charge, error) {
@@ -49,15 +77,7 @@ func (d *sqlData) ListCharges(ctx context.Context, account string, limit int) ([
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Charge{}
-	for rows.Next() {
-		c, err := scanCharge(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, scanCharge)
 }
 
 func (d *sqlData) GetCharge(ctx context.Context, account, id string) (Charge, error) {
@@ -158,15 +178,7 @@ func (d *sqlData) ListEvents(ctx context.Context, limit int) ([]Event, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Event{}
-	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.ID, &e.Type, &e.Received); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, scanEvent)
 }
 
 func applyAppSchema(ctx context.Context, exec func(context.Context, string) error, dialect string) error {
