@@ -5,17 +5,19 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a database server until it is cut:
 // Cut closes every open connection and makes new ones fail at once (they
 // are accepted and closed), as when the network to the store goes away;
-// Restore lets new connections through again.
+// Restore lets new connections through again. Delay adds latency.
 type Proxy struct {
 	target string
 	ln     net.Listener
 	mu     sync.Mutex
 	down   bool
+	delay  time.Duration
 	conns  map[net.Conn]struct{}
 }
 
@@ -50,7 +52,7 @@ func (p *Proxy) serve() {
 
 func (p *Proxy) forward(client net.Conn) {
 	p.mu.Lock()
-	down := p.down
+	down, delay := p.down, p.delay
 	p.mu.Unlock()
 	if down {
 		client.Close()
@@ -68,7 +70,11 @@ func (p *Proxy) forward(client net.Conn) {
 	wg.Add(2)
 	pipe := func(dst, src net.Conn) {
 		defer wg.Done()
-		io.Copy(dst, src)
+		if delay > 0 {
+			copyDelayed(dst, src, delay)
+		} else {
+			io.Copy(dst, src)
+		}
 		dst.Close()
 		src.Close()
 	}
@@ -106,9 +112,50 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// Delay makes every byte forwarded from now on arrive d later in each
+// direction (a round trip gains 2d), as a network between the application
+// and the database would: set it before the connections are opened.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
 // Restore lets new connections through again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = false
+}
+
+// copyDelayed copies src to dst, writing each chunk d after it was read.
+// Reading goes on meanwhile, so that the delay adds latency, not a
+// bandwidth limit.
+func copyDelayed(dst io.Writer, src io.Reader, d time.Duration) {
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	chunks := make(chan chunk, 256)
+	go func() {
+		defer close(chunks)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				chunks <- chunk{b[:n], time.Now().Add(d)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		time.Sleep(time.Until(c.due))
+		if _, err := dst.Write(c.b); err != nil {
+			for range chunks { // let the reader finish
+			}
+			return
+		}
+	}
 }

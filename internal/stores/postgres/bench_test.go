@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -15,7 +18,7 @@ import (
 //
 //	go test ./internal/stores/postgres -run '^$' -bench Store -benchtime 5s
 func BenchmarkStore(b *testing.B) {
-	st, base := benchSetup(b)
+	st, base := benchSetup(b, 0)
 	harness.Bench(b, st, base)
 }
 
@@ -23,13 +26,42 @@ func BenchmarkStore(b *testing.B) {
 //
 //	go test ./internal/stores/postgres -run '^$' -bench Ratio -benchtime 1x -count 5
 func BenchmarkRatio(b *testing.B) {
-	st, base := benchSetup(b)
+	st, base := benchSetup(b, 0)
 	harness.Ratios(b, st, base)
 }
 
-func benchSetup(b *testing.B) (idemrt.Store, harness.Baseline) {
+// BenchmarkRatioNetwork is BenchmarkRatio with the pool connected through
+// an in-test proxy that delays each direction by 250 µs, as a network
+// between the application and the database would (a round trip of about
+// 0.5 ms more; the proxy's own copying runs on the same 2 cores):
+//
+//	go test ./internal/stores/postgres -run '^$' -bench RatioNetwork -benchtime 1x -count 3
+func BenchmarkRatioNetwork(b *testing.B) {
+	st, base := benchSetup(b, 250*time.Microsecond)
+	harness.Ratios(b, st, base)
+}
+
+// benchSetup opens a pool of harness.Clients connections, directly or,
+// with delay > 0, through a proxy that delays each direction by delay.
+func benchSetup(b *testing.B, delay time.Duration) (idemrt.Store, harness.Baseline) {
 	db := newTestDB(b)
-	pool := db.pool(b, func(c *pgxpool.Config) { c.MaxConns = harness.Clients })
+	var proxy *harness.Proxy
+	if delay > 0 {
+		cfg, err := pgxpool.ParseConfig(db.dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxy = harness.NewProxy(b, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+		proxy.Delay(delay)
+	}
+	pool := db.pool(b, func(c *pgxpool.Config) {
+		c.MaxConns = harness.Clients
+		if proxy != nil {
+			host, port, _ := net.SplitHostPort(proxy.Addr())
+			p, _ := strconv.Atoi(port)
+			c.ConnConfig.Host, c.ConnConfig.Port, c.ConnConfig.Fallbacks = host, uint16(p), nil
+		}
+	})
 	ctx := context.Background()
 	st, err := NewStore(ctx, pool)
 	if err != nil {

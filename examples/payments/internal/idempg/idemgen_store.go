@@ -46,8 +46,9 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool) error {
 // implements idemrt.TxStore. Every time decision (lease, expiry) is made by
 // the database's clock, in SQL.
 //
-// Round trips: a first request costs three (a read that finds no live
-// record, the claim, the completion); a replay or a conflict costs one read.
+// Round trips: a first request costs two (the claim, which reads and
+// inserts in one statement, and the completion); a replay or a conflict
+// costs one; taking over an expired or abandoned record costs one more.
 type Store struct {
 	pool *pgxpool.Pool
 	q    *Queries
@@ -79,31 +80,38 @@ func checkPrimary(inRecovery, readOnly bool) error {
 	return nil
 }
 
-// Claim reports the live record of req's key, or claims the key. The read
-// comes first because it is the cheapest statement (a replay or a conflict
-// costs only that); the claim itself is one atomic upsert that re-checks
-// everything under the row's lock, so the read decides nothing on its own.
+// Claim reports the live record of req's key, or claims the key. One
+// statement reads the record and, when there is none, inserts the claim
+// (the common first request: one round trip before the handler runs); a
+// record that is there but not live is taken over by a second statement,
+// an upsert that re-checks everything under the row's lock, so the read
+// decides nothing on its own.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	lookup := LookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
-	arg := AcquireParams{
+	lease, ttl := durationUnits(req.Lease, time.Millisecond), durationUnits(req.TTL, time.Millisecond)
+	claim := ClaimParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		LeaseMs:            lease,
+		TtlMs:              ttl,
 	}
 	for range maxClaimAttempts {
-		cur, err := s.q.Lookup(ctx, lookup)
-		found := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		cur, err := s.q.Claim(ctx, claim)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // a concurrent first request inserted the key after our snapshot
+		}
+		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if found && cur.Live {
+		if cur.Acquired {
+			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: cur.Epoch}, nil
+		}
+		if cur.Live {
 			return record{
 				state:              int64(cur.State),
 				epoch:              cur.Epoch,
@@ -116,16 +124,16 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				tombstone:          cur.Tombstone,
 			}.result()
 		}
-		epoch, err := s.q.Acquire(ctx, arg)
+		epoch, err := s.q.Acquire(ctx, AcquireParams(claim))
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // another attempt claimed the key since the read
+			continue // another attempt took the record over since the read
 		}
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		// A takeover of the record read moves its epoch on by one; a fresh
 		// row (the record was swept since the read) starts at the clock.
-		takenOver := found && cur.Unexpired && cur.State == stateInProgress && epoch == cur.Epoch+1
+		takenOver := cur.Unexpired && cur.State == stateInProgress && epoch == cur.Epoch+1
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takenOver}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
