@@ -120,7 +120,10 @@ type Store interface {
 	// may run again. It returns ErrFenced if the record has moved on.
 	Release(ctx context.Context, key RecordKey, epoch int64) error
 	// Sweep deletes up to limit expired records and reports how many it
-	// deleted. Callers loop until it returns fewer than limit.
+	// deleted. Callers loop until it returns fewer than limit. A store may
+	// leave a record for up to one lease after it expired (the SQL stores
+	// do, so that a completion need not move their indexed sweep column);
+	// claims treat it as absent meanwhile.
 	Sweep(ctx context.Context, limit int) (int, error)
 }
 

@@ -5,7 +5,11 @@
 -- (a worker fenced out before the release stays fenced out after it).
 -- Times are UTC on the database's clock, to the microsecond, never the
 -- application's, and do not depend on the session's time_zone. Scope and
--- key are compared byte for byte (case-sensitive).
+-- key are compared byte for byte (case-sensitive). sweep_at is when the
+-- sweeper may delete the row, never before expires_at: the claim sets it
+-- lease + ttl ahead, so that a completion within the lease leaves it, the
+-- one indexed column that moves, as it is, and InnoDB changes no secondary
+-- index entry.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope               VARBINARY(255) NOT NULL,
     principal           BINARY(32)     NOT NULL,
@@ -17,12 +21,13 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     claim_token         BINARY(16)     NOT NULL,
     lease_until         DATETIME(6)    NOT NULL,
     expires_at          DATETIME(6)    NOT NULL,
+    sweep_at            DATETIME(6)    NOT NULL,
     status              INT            NOT NULL DEFAULT 0,
     headers             MEDIUMBLOB     NOT NULL,
     body                MEDIUMBLOB     NOT NULL,
     tombstone           BOOLEAN        NOT NULL DEFAULT FALSE,
     PRIMARY KEY (scope, principal, idem_key),
-    KEY idempotency_keys_expires_at_idx (expires_at)
+    KEY idempotency_keys_sweep_at_idx (sweep_at)
 ) ENGINE = InnoDB;
 
 -- Message consumers (CONTRACT §5): the ids each consumer has processed,

@@ -12,12 +12,13 @@ import (
 const acquire = `-- name: Acquire :one
 INSERT INTO idempotency_keys AS t (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, status, headers, body, tombstone)
+    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     $1, $2, $3, $4,
     $5, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
     statement_timestamp() + $6::bigint * interval '1 millisecond',
     statement_timestamp() + $7::bigint * interval '1 millisecond',
+    statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -26,6 +27,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     epoch = t.epoch + 1,
     lease_until = excluded.lease_until,
     expires_at = excluded.expires_at,
+    sweep_at = excluded.sweep_at,
     status = 0,
     headers = '\x'::bytea,
     body = '\x'::bytea,
@@ -74,11 +76,12 @@ WITH cur AS (
     WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
 ), ins AS (
     INSERT INTO idempotency_keys (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at)
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at, sweep_at)
     SELECT $1, $2, $3, $4::bytea,
            $5::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
            statement_timestamp() + $6::bigint * interval '1 millisecond',
-           statement_timestamp() + $7::bigint * interval '1 millisecond'
+           statement_timestamp() + $7::bigint * interval '1 millisecond',
+           statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond'
     WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (scope, principal, idem_key) DO NOTHING
     RETURNING epoch
@@ -130,7 +133,8 @@ type ClaimRow struct {
 // with live false, for Acquire to take over.
 // A fresh row's epoch is the clock in microseconds, so that a row
 // re-created after Sweep deleted the key's previous one follows every epoch
-// that one handed out (its creation time plus one per claim after).
+// that one handed out (its creation time plus one per claim after). It may
+// be swept lease + ttl from now (see Complete).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Scope,
@@ -167,7 +171,8 @@ SET state = 2,
     body = $3,
     tombstone = $4,
     lease_until = statement_timestamp(),
-    expires_at = statement_timestamp() + $5::bigint * interval '1 millisecond'
+    expires_at = statement_timestamp() + $5::bigint * interval '1 millisecond',
+    sweep_at = GREATEST(sweep_at, statement_timestamp() + $5::bigint * interval '1 millisecond')
 WHERE scope = $6 AND principal = $7 AND idem_key = $8
   AND epoch = $9 AND state = 1
 `
@@ -187,7 +192,10 @@ type CompleteParams struct {
 // Complete saves the result of the attempt holding epoch; 0 rows means the
 // record moved on (fenced). It may run in the handler's transaction, where
 // the transaction timestamp is its start: every time here is
-// statement_timestamp(), so the TTL counts from the completion.
+// statement_timestamp(), so the TTL counts from the completion. sweep_at
+// only moves when the completion comes after the lease (the claim set it
+// lease + ttl ahead): then no indexed column changes, and the update is
+// heap-only (HOT).
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, complete,
 		arg.Status,
@@ -279,13 +287,15 @@ const sweep = `-- name: Sweep :execrows
 DELETE FROM idempotency_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
-    WHERE k.expires_at <= statement_timestamp()
-    ORDER BY k.expires_at
+    WHERE k.sweep_at <= statement_timestamp()
+    ORDER BY k.sweep_at
     LIMIT $1::integer)
-  AND expires_at <= statement_timestamp()
+  AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp()
 `
 
-// Sweep deletes up to batch expired records, oldest first.
+// Sweep deletes up to batch records whose sweep time has come, oldest
+// first. sweep_at is never before expires_at, so every one has expired; a
+// record is deleted at most one lease after it expired.
 func (q *Queries) Sweep(ctx context.Context, batch int32) (int64, error) {
 	result, err := q.db.Exec(ctx, sweep, batch)
 	if err != nil {

@@ -40,6 +40,9 @@ const (
 	// before it expires.
 	shortTTL     = time.Second
 	pastShortTTL = 1150 * time.Millisecond
+	// sweepLag is how long after it expired a record may wait for Sweep:
+	// one lease (Store.Sweep).
+	sweepLag = shortLease
 	longTTL      = time.Hour
 	fpVersion    = 1
 )
@@ -600,7 +603,7 @@ func (s *suite) sweep(t *testing.T, st idemrt.Store) {
 		complete(t, st, k, res.Epoch, sampleResponse(), longTTL)
 		liveKeys = append(liveKeys, k)
 	}
-	time.Sleep(pastLease)
+	time.Sleep(pastLease + sweepLag)
 	var total int
 	var batches []int
 	for i := 0; i < 100; i++ {
@@ -792,7 +795,7 @@ func (s *suite) epochsSurviveSweep(t *testing.T, st idemrt.Store) {
 	k := s.key(t)
 	a := mustClaim(t, st, claimReq(k, fp("a"), shortLease, shortTTL))
 	wantState(t, a, idemrt.Acquired)
-	time.Sleep(pastShortTTL)
+	time.Sleep(pastShortTTL + sweepLag)
 	// Sweep until nothing expired is left: A's record is gone.
 	for i := 0; ; i++ {
 		n, err := st.Sweep(ctx, 100)

@@ -9,6 +9,7 @@
 -- in microseconds, so that a row re-created after Sweep deleted the key's
 -- previous one follows every epoch that one handed out (its creation time
 -- plus one per claim after); a claim of an existing row is its epoch + 1.
+-- The record may be swept lease + ttl from now (see Complete).
 -- Affected rows: 1 inserted (LAST_INSERT_ID() = epoch * 4), 2 taken over
 -- (LAST_INSERT_ID() = new epoch * 4 + 3 if an in-progress record was taken
 -- over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
@@ -16,7 +17,7 @@
 -- not compute a new epoch leaves a multiple of 4.
 INSERT INTO idemgen_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    claim_token, lease_until, expires_at, status, headers, body, tombstone)
+    claim_token, lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
     sqlc.arg(fingerprint_version), 1,
@@ -24,6 +25,7 @@ VALUES (
     sqlc.arg(claim_token),
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(lease_us) MICROSECOND,
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
+    (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(lease_us) MICROSECOND + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
     0, '', '', FALSE)
 ON DUPLICATE KEY UPDATE
     claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
@@ -39,7 +41,8 @@ ON DUPLICATE KEY UPDATE
     tombstone = IF(claim_token = VALUES(claim_token), FALSE, tombstone),
     state = IF(claim_token = VALUES(claim_token), 1, state),
     lease_until = IF(claim_token = VALUES(claim_token), VALUES(lease_until), lease_until),
-    expires_at = IF(claim_token = VALUES(claim_token), VALUES(expires_at), expires_at);
+    expires_at = IF(claim_token = VALUES(claim_token), VALUES(expires_at), expires_at),
+    sweep_at = IF(claim_token = VALUES(claim_token), VALUES(sweep_at), sweep_at);
 
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
@@ -52,7 +55,9 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
--- record moved on (fenced).
+-- record moved on (fenced). sweep_at only moves when the completion comes
+-- after the lease (the claim set it lease + ttl ahead), so a completion
+-- within the lease changes no secondary index.
 UPDATE idemgen_keys
 SET state = 2,
     status = sqlc.arg(status),
@@ -60,7 +65,8 @@ SET state = 2,
     body = sqlc.arg(body),
     tombstone = sqlc.arg(tombstone),
     lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND),
-    expires_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND
+    expires_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND,
+    sweep_at = GREATEST(sweep_at, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(ttl_us) MICROSECOND)
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -74,10 +80,12 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Sweep :execrows
--- Sweep deletes up to batch expired records, oldest first.
+-- Sweep deletes up to batch records whose sweep time has come, oldest
+-- first. sweep_at is never before expires_at, so every one has expired; a
+-- record is deleted at most one lease after it expired.
 DELETE FROM idemgen_keys
-WHERE expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
-ORDER BY expires_at
+WHERE sweep_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AND expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
+ORDER BY sweep_at
 LIMIT ?;
 
 -- name: MarkProcessed :execrows

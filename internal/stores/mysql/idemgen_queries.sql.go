@@ -13,7 +13,7 @@ import (
 const claim = `-- name: Claim :execresult
 INSERT INTO idempotency_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    claim_token, lease_until, expires_at, status, headers, body, tombstone)
+    claim_token, lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     ?, ?, ?, ?,
     ?, 1,
@@ -21,6 +21,7 @@ VALUES (
     ?,
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND,
     (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND,
+    (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND + INTERVAL ? MICROSECOND,
     0, '', '', FALSE)
 ON DUPLICATE KEY UPDATE
     claim_token = IF(expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 OR (state = 1 AND lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)),
@@ -36,7 +37,8 @@ ON DUPLICATE KEY UPDATE
     tombstone = IF(claim_token = VALUES(claim_token), FALSE, tombstone),
     state = IF(claim_token = VALUES(claim_token), 1, state),
     lease_until = IF(claim_token = VALUES(claim_token), VALUES(lease_until), lease_until),
-    expires_at = IF(claim_token = VALUES(claim_token), VALUES(expires_at), expires_at)
+    expires_at = IF(claim_token = VALUES(claim_token), VALUES(expires_at), expires_at),
+    sweep_at = IF(claim_token = VALUES(claim_token), VALUES(sweep_at), sweep_at)
 `
 
 type ClaimParams struct {
@@ -60,6 +62,7 @@ type ClaimParams struct {
 // in microseconds, so that a row re-created after Sweep deleted the key's
 // previous one follows every epoch that one handed out (its creation time
 // plus one per claim after); a claim of an existing row is its epoch + 1.
+// The record may be swept lease + ttl from now (see Complete).
 // Affected rows: 1 inserted (LAST_INSERT_ID() = epoch * 4), 2 taken over
 // (LAST_INSERT_ID() = new epoch * 4 + 3 if an in-progress record was taken
 // over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
@@ -75,6 +78,8 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (sql.Result, error
 		arg.ClaimToken,
 		arg.LeaseUs,
 		arg.TtlUs,
+		arg.LeaseUs,
+		arg.TtlUs,
 	)
 }
 
@@ -86,7 +91,8 @@ SET state = 2,
     body = ?,
     tombstone = ?,
     lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND),
-    expires_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND
+    expires_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND,
+    sweep_at = GREATEST(sweep_at, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND)
 WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
@@ -104,13 +110,16 @@ type CompleteParams struct {
 }
 
 // Complete saves the result of the attempt holding epoch; 0 rows means the
-// record moved on (fenced).
+// record moved on (fenced). sweep_at only moves when the completion comes
+// after the lease (the claim set it lease + ttl ahead), so a completion
+// within the lease changes no secondary index.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
 		arg.Tombstone,
+		arg.TtlUs,
 		arg.TtlUs,
 		arg.Scope,
 		arg.Principal,
@@ -223,12 +232,14 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 
 const sweep = `-- name: Sweep :execrows
 DELETE FROM idempotency_keys
-WHERE expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
-ORDER BY expires_at
+WHERE sweep_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AND expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
+ORDER BY sweep_at
 LIMIT ?
 `
 
-// Sweep deletes up to batch expired records, oldest first.
+// Sweep deletes up to batch records whose sweep time has come, oldest
+// first. sweep_at is never before expires_at, so every one has expired; a
+// record is deleted at most one lease after it expired.
 func (q *Queries) Sweep(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
 	if err != nil {

@@ -10,7 +10,8 @@
 -- with live false, for Acquire to take over.
 -- A fresh row's epoch is the clock in microseconds, so that a row
 -- re-created after Sweep deleted the key's previous one follows every epoch
--- that one handed out (its creation time plus one per claim after).
+-- that one handed out (its creation time plus one per claim after). It may
+-- be swept lease + ttl from now (see Complete).
 WITH cur AS (
     SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until, k.expires_at,
            k.status, k.headers, k.body, k.tombstone
@@ -18,11 +19,12 @@ WITH cur AS (
     WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
 ), ins AS (
     INSERT INTO idempotency_keys (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at)
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at, sweep_at)
     SELECT sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint)::bytea,
            sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
            statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond'
+           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond'
     WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (scope, principal, idem_key) DO NOTHING
     RETURNING epoch
@@ -47,12 +49,13 @@ FROM ins;
 -- the epoch on by one; a fresh row starts at the clock, as in Claim.
 INSERT INTO idempotency_keys AS t (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, status, headers, body, tombstone)
+    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
     sqlc.arg(fingerprint_version), 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
     statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
     0, '\x'::bytea, '\x'::bytea, false)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -61,6 +64,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     epoch = t.epoch + 1,
     lease_until = excluded.lease_until,
     expires_at = excluded.expires_at,
+    sweep_at = excluded.sweep_at,
     status = 0,
     headers = '\x'::bytea,
     body = '\x'::bytea,
@@ -72,7 +76,10 @@ RETURNING t.epoch;
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where
 -- the transaction timestamp is its start: every time here is
--- statement_timestamp(), so the TTL counts from the completion.
+-- statement_timestamp(), so the TTL counts from the completion. sweep_at
+-- only moves when the completion comes after the lease (the claim set it
+-- lease + ttl ahead): then no indexed column changes, and the update is
+-- heap-only (HOT).
 UPDATE idempotency_keys
 SET state = 2,
     status = sqlc.arg(status),
@@ -80,7 +87,8 @@ SET state = 2,
     body = sqlc.arg(body),
     tombstone = sqlc.arg(tombstone),
     lease_until = statement_timestamp(),
-    expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond'
+    expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -94,14 +102,16 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Sweep :execrows
--- Sweep deletes up to batch expired records, oldest first.
+-- Sweep deletes up to batch records whose sweep time has come, oldest
+-- first. sweep_at is never before expires_at, so every one has expired; a
+-- record is deleted at most one lease after it expired.
 DELETE FROM idempotency_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
-    WHERE k.expires_at <= statement_timestamp()
-    ORDER BY k.expires_at
+    WHERE k.sweep_at <= statement_timestamp()
+    ORDER BY k.sweep_at
     LIMIT sqlc.arg(batch)::integer)
-  AND expires_at <= statement_timestamp();
+  AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp();
 
 -- name: MarkProcessed :execrows
 -- MarkProcessed records that consumer processed message_id; 0 rows means
