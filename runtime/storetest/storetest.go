@@ -42,9 +42,9 @@ const (
 	pastShortTTL = 1150 * time.Millisecond
 	// sweepLag is how long after it expired a record may wait for Sweep:
 	// one lease (Store.Sweep).
-	sweepLag = shortLease
-	longTTL      = time.Hour
-	fpVersion    = 1
+	sweepLag  = shortLease
+	longTTL   = time.Hour
+	fpVersion = 1
 )
 
 // Run runs the conformance suite. newStore is called once per subtest.
