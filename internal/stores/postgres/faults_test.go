@@ -149,8 +149,8 @@ func TestDatabaseClock(t *testing.T) {
 }
 
 // TestPrimaryOnly: a read-only session is refused with an error that says
-// why; so is a server in recovery (checked on the decision, since the
-// shared test server is a primary).
+// why, and the decision on a server in recovery is checked here too;
+// TestReplicaRefused (replica_test.go) runs it against a real standby.
 func TestPrimaryOnly(t *testing.T) {
 	db := newTestDB(t)
 	pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on" })
