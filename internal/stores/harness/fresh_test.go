@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,5 +41,19 @@ func TestNoAppClock(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestNewKey(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		k := NewKey()
+		if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(k) {
+			t.Fatalf("NewKey() = %q, not a version 4 UUID", k)
+		}
+		if seen[k] {
+			t.Fatalf("NewKey() repeated %q", k)
+		}
+		seen[k] = true
 	}
 }
