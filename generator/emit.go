@@ -208,6 +208,9 @@ func emitPolicyVar(f *jen.File, o *Operation) {
 	}
 	if o.Principal == PrincipalAuth {
 		set("Principal", rt("PrincipalAuth"))
+		if len(o.Challenges) > 0 {
+			set("Challenges", strList(o.Challenges))
+		}
 	} else {
 		set("Principal", rt("PrincipalAnonymous"))
 	}

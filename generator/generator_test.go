@@ -271,6 +271,59 @@ components:
 	}
 }
 
+// TestChallengesFollowSecurity: an auth operation's 401 challenges come from
+// its effective security schemes, in requirement order and without repeats;
+// an apiKey gives none, and anonymous operations carry none.
+func TestChallengesFollowSecurity(t *testing.T) {
+	spec := `openapi: 3.1.0
+info: {title: 'Pay "Me" \ now ✓', version: "1"}
+security: [{bearer: []}]
+paths:
+  /default:
+    post: {operationId: byDefault, x-idempotent: true, responses: {"200": {description: ok}}}
+  /either:
+    post: {operationId: either, security: [{oauth: [write]}, {basic: []}, {bearer: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  /both:
+    post: {operationId: both, security: [{key: [], basic: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  /keyOnly:
+    post: {operationId: keyOnly, security: [{key: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  /digest:
+    post: {operationId: digest, security: [{digest: []}], x-idempotent: true, responses: {"200": {description: ok}}}
+  /open:
+    post: {operationId: open, security: [], x-idempotent: true, responses: {"200": {description: ok}}}
+components:
+  securitySchemes:
+    bearer: {type: http, scheme: Bearer}
+    basic: {type: http, scheme: basic}
+    digest: {type: http, scheme: digest}
+    oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: "https://a.example/token", scopes: {write: w}}}}
+    key: {type: apiKey, in: header, name: X-API-Key}
+`
+	res, err := gen(t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := `Basic realm="Pay \"Me\" \\ now "`
+	want := map[string][]string{
+		"byDefault": {"Bearer"},
+		"either":    {"Bearer", basic},
+		"both":      {basic},
+		"keyOnly":   nil,
+		"digest":    nil,
+		"open":      nil,
+	}
+	for _, o := range res.Model.Operations {
+		if w, ok := want[o.ID]; !ok {
+			t.Errorf("unexpected operation %s", o.ID)
+		} else if !slices.Equal(o.Challenges, w) {
+			t.Errorf("%s: challenges %q, want %q", o.ID, o.Challenges, w)
+		}
+	}
+	if src := string(res.Files["idemgen_policies.go"]); !strings.Contains(src, "Challenges:") {
+		t.Error("the policies file sets no Challenges")
+	}
+}
+
 func TestServerEnumBasePaths(t *testing.T) {
 	mk := func(url string, vars map[string]*openapi3.ServerVariable) *openapi3.Server {
 		return &openapi3.Server{URL: url, Variables: vars}

@@ -424,6 +424,9 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Principal = PrincipalAuth
 		}
 	}
+	if o.Principal == PrincipalAuth {
+		o.Challenges = b.challenges(r)
+	}
 	o.ReplayHeaders = b.replayHeaders(r.op, o.ReplayHeaders)
 	if r.kind == InPaths {
 		o.BasePaths = b.basePaths(r)
@@ -509,6 +512,16 @@ func (b *builder) checkFields(r *opRef, o *Operation, k *keySpec) {
 // authenticates the callers that present one, and pooling them with
 // everyone would let one caller replay another's response.
 func (b *builder) secured(r *opRef) bool {
+	for _, req := range b.security(r) {
+		if len(req) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// security is r's effective security requirements (see secured).
+func (b *builder) security(r *opRef) openapi3.SecurityRequirements {
 	var reqs openapi3.SecurityRequirements
 	if r.kind == InPaths {
 		reqs = b.doc.Security
@@ -516,12 +529,62 @@ func (b *builder) secured(r *opRef) bool {
 	if r.op.Security != nil {
 		reqs = *r.op.Security
 	}
-	for _, req := range reqs {
-		if len(req) > 0 {
-			return true
+	return reqs
+}
+
+// challenges returns the WWW-Authenticate challenges of the 401 the
+// wrapper answers when r's caller cannot be identified: one per scheme of
+// r's effective security, in the order of its requirements (scheme names
+// sorted within one), without repeats. http bearer, oauth2 and
+// openIdConnect give Bearer (RFC 6750); http basic gives Basic with the
+// API's title as its realm (RFC 7617 requires one). An apiKey has no HTTP
+// authentication scheme, and other http schemes need parameters only the
+// server knows (Digest's nonce), so they give none.
+func (b *builder) challenges(r *opRef) []string {
+	var out []string
+	add := func(c string) {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
 		}
 	}
-	return false
+	for _, req := range b.security(r) {
+		for _, name := range slices.Sorted(maps.Keys(req)) {
+			ref := b.doc.Components.SecuritySchemes[name]
+			if ref == nil || ref.Value == nil {
+				continue
+			}
+			switch s := ref.Value; {
+			case s.Type == "oauth2" || s.Type == "openIdConnect":
+				add("Bearer")
+			case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+				add("Bearer")
+			case s.Type == "http" && strings.EqualFold(s.Scheme, "basic"):
+				add(`Basic realm="` + realm(b.doc.Info) + `"`)
+			}
+		}
+	}
+	return out
+}
+
+// realm is the API's title as the contents of a quoted-string: printable
+// ASCII, with quote and backslash escaped; "API" when nothing is left.
+func realm(info *openapi3.Info) string {
+	var sb strings.Builder
+	if info != nil {
+		for _, c := range info.Title {
+			switch {
+			case c == '"' || c == '\\':
+				sb.WriteByte('\\')
+				sb.WriteRune(c)
+			case c >= ' ' && c < 0x7f:
+				sb.WriteRune(c)
+			}
+		}
+	}
+	if strings.TrimSpace(sb.String()) == "" {
+		return "API"
+	}
+	return sb.String()
 }
 
 // replayHeaders is the annotation's list plus the response headers the

@@ -104,6 +104,7 @@ type Operation struct {
 	KeyFields     []string
 	Optional      bool
 	Principal     Principal
+	Challenges    []string // WWW-Authenticate challenges of the 401 (PrincipalAuth)
 	FingerprintIn []string
 	FingerprintEx []string
 	TTL           time.Duration

@@ -12,15 +12,16 @@ import (
 
 // operation is a validated Policy with its defaults applied.
 type operation struct {
-	name      string
-	method    string
-	route     string
-	scope     string
-	key       KeySource
-	keyName   string     // canonical header name or query parameter name
-	keyFields [][]string // dotted paths split on "."
-	optional  bool
-	principal PrincipalMode
+	name       string
+	method     string
+	route      string
+	scope      string
+	key        KeySource
+	keyName    string     // canonical header name or query parameter name
+	keyFields  [][]string // dotted paths split on "."
+	optional   bool
+	principal  PrincipalMode
+	challenges []string // WWW-Authenticate values of the 401
 
 	include     []string   // sorted JSON pointers
 	includeToks [][]string // their tokens
@@ -158,6 +159,12 @@ func (e *engine) compile(p *Policy) (*operation, error) {
 	default:
 		bad("unknown principal mode %d", p.Principal)
 	}
+	for _, c := range p.Challenges {
+		if !validChallenge(c) {
+			bad("challenge %q is not a WWW-Authenticate challenge (an auth-scheme token, then optional parameters, on one line)", c)
+		}
+	}
+	op.challenges = slices.Clone(p.Challenges)
 	// Fingerprint selection.
 	if len(p.FingerprintInclude) > 0 && len(p.FingerprintExclude) > 0 {
 		bad("fingerprint include and exclude are both set")
@@ -299,6 +306,22 @@ func isToken(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validChallenge reports whether c can be sent as a WWW-Authenticate value:
+// it starts with an auth-scheme (a token) and holds no control character,
+// so it cannot break the header (RFC 9110 §11.6.1).
+func validChallenge(c string) bool {
+	scheme, _, _ := strings.Cut(c, " ")
+	if !isToken(scheme) {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if c[i] < ' ' && c[i] != '\t' || c[i] == 0x7f {
 			return false
 		}
 	}

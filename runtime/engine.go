@@ -146,6 +146,9 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if op.principal == PrincipalAuth {
 		p, err := e.principal(r)
 		if err != nil || p == "" {
+			for _, c := range op.challenges {
+				w.Header().Add("WWW-Authenticate", c)
+			}
 			writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, "the caller could not be identified, and keys of this operation are per caller", 0, false)
 			return
 		}

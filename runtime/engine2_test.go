@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,28 @@ func TestPrincipalErrorsAre401(t *testing.T) {
 	}
 }
 
+// TestUnauthorizedChallenges: the 401 carries the operation's challenges
+// (RFC 9110 §11.6.1), every one, in order; without any it carries none.
+func TestUnauthorizedChallenges(t *testing.T) {
+	challenges := []string{"Bearer", `Basic realm="Payments API"`}
+	srv := wrap(t, idemrt.Options{Principal: principalFromHeader}, policy(func(p *idemrt.Policy) {
+		p.Principal = idemrt.PrincipalAuth
+		p.Challenges = challenges
+	}), &counting{})
+	w := do(srv, req{key: "k", body: `{}`})
+	wantProblem(t, w, 401, idemrt.ProblemUnauthenticated)
+	if got := w.Header().Values("WWW-Authenticate"); !slices.Equal(got, challenges) {
+		t.Errorf("WWW-Authenticate = %q, want %q", got, challenges)
+	}
+	if w := do(srv, req{key: "k", body: `{}`, header: http.Header{"X-User": {"alice"}}}); w.Code != 201 || w.Header().Get("WWW-Authenticate") != "" {
+		t.Errorf("an identified caller got %d with WWW-Authenticate %q", w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+	bare := wrap(t, idemrt.Options{Principal: principalFromHeader}, policy(func(p *idemrt.Policy) { p.Principal = idemrt.PrincipalAuth }), &counting{})
+	if w := do(bare, req{key: "k", body: `{}`}); w.Code != 401 || len(w.Header().Values("WWW-Authenticate")) != 0 {
+		t.Errorf("without challenges: %d with WWW-Authenticate %q, want 401 and none", w.Code, w.Header().Values("WWW-Authenticate"))
+	}
+}
+
 func TestAnonymousSharesOneKeySpace(t *testing.T) {
 	h := &counting{}
 	srv := wrap(t, idemrt.Options{Principal: principalFromHeader}, policy(), h)
@@ -98,6 +121,8 @@ func TestStartupErrors(t *testing.T) {
 		{"bad save code", idemrt.Options{Store: st}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Save.Codes = []int{42} })}, "status 42"},
 		{"negative size", idemrt.Options{Store: st}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.MaxRequestBytes = -1 })}, "negative max"},
 		{"nil policy", idemrt.Options{Store: st}, []*idemrt.Policy{nil}, "nil *Policy"},
+		{"challenge with a line break", idemrt.Options{Store: st, Principal: principalFromHeader}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Challenges = []string{"Bearer\r\nX-Evil: 1"} })}, "is not a WWW-Authenticate challenge"},
+		{"challenge without a scheme", idemrt.Options{Store: st, Principal: principalFromHeader}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Challenges = []string{` realm="x"`} })}, "is not a WWW-Authenticate challenge"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,6 +78,13 @@ type Policy struct {
 	Optional bool
 
 	Principal PrincipalMode
+	// Challenges are the WWW-Authenticate challenges of the 401 the wrapper
+	// answers when the caller of a PrincipalAuth operation cannot be
+	// identified, e.g. `Bearer` or `Basic realm="Payments"` (RFC 9110
+	// §11.6.1 asks a 401 for at least one). idemgen generates them from the
+	// operation's security schemes; an apiKey scheme has no HTTP
+	// authentication scheme and gives none.
+	Challenges []string
 
 	// FingerprintInclude / FingerprintExclude are JSON Pointers (RFC 6901)
 	// that select which parts of a JSON body count in the fingerprint. At

@@ -21,6 +21,7 @@ var CreateChargePolicy = &idemrt.Policy{
 	Key:           idemrt.KeyFromHeader,
 	KeyName:       "Idempotency-Key",
 	Principal:     idemrt.PrincipalAuth,
+	Challenges:    []string{"Bearer"},
 	Lease:         10 * time.Second,
 	Transactional: true,
 }
@@ -34,6 +35,7 @@ var CreateRefundPolicy = &idemrt.Policy{
 	Key:           idemrt.KeyFromFields,
 	KeyFields:     []string{"charge", "amount"},
 	Principal:     idemrt.PrincipalAuth,
+	Challenges:    []string{"Bearer"},
 	Transactional: true,
 }
 
