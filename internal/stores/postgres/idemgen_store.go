@@ -90,15 +90,14 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	lease, ttl := durationUnits(req.Lease, time.Millisecond), durationUnits(req.TTL, time.Millisecond)
 	claim := ClaimParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            lease,
-		TtlMs:              ttl,
+		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
+		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
 		cur, err := s.q.Claim(ctx, claim)
