@@ -1,10 +1,20 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
--- database's clock. Reads are cheap in SQLite: a replay costs this one read.
-SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body, k.tombstone,
-       CAST(k.expires_at > c.now_ms AS BOOLEAN) AS unexpired,
-       CAST(k.lease_until > c.now_ms AS BOOLEAN) AS lease_live,
-       CAST(k.lease_until - c.now_ms AS INTEGER) AS lease_remaining_ms
+-- database's clock. Reads are cheap in SQLite: a replay costs this one read,
+-- and each column of the result costs calls into SQLite and database/sql,
+-- so state, expiry, lease and tombstone come back as one integer, live:
+--   >= 0 in progress with a live lease: the milliseconds left of it
+--   -1   completed, unexpired, with its response
+--   -2   completed, unexpired, a tombstone (no response saved)
+--   -3   in progress, unexpired, lease ended: a claim takes it over
+--   -4   expired or released: a claim treats it as absent
+SELECT CAST(CASE
+           WHEN k.expires_at <= c.now_ms OR k.state = 3 THEN -4
+           WHEN k.state = 2 THEN CASE WHEN k.tombstone THEN -2 ELSE -1 END
+           WHEN k.lease_until <= c.now_ms THEN -3
+           ELSE MAX(CAST(k.lease_until - c.now_ms AS INTEGER), 0)
+       END AS INTEGER) AS live,
+       k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body
 FROM idempotency_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 

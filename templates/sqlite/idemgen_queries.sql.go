@@ -114,10 +114,13 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 }
 
 const lookup = `-- name: Lookup :one
-SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body, k.tombstone,
-       CAST(k.expires_at > c.now_ms AS BOOLEAN) AS unexpired,
-       CAST(k.lease_until > c.now_ms AS BOOLEAN) AS lease_live,
-       CAST(k.lease_until - c.now_ms AS INTEGER) AS lease_remaining_ms
+SELECT CAST(CASE
+           WHEN k.expires_at <= c.now_ms OR k.state = 3 THEN -4
+           WHEN k.state = 2 THEN CASE WHEN k.tombstone THEN -2 ELSE -1 END
+           WHEN k.lease_until <= c.now_ms THEN -3
+           ELSE MAX(CAST(k.lease_until - c.now_ms AS INTEGER), 0)
+       END AS INTEGER) AS live,
+       k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body
 FROM idemgen_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
 `
@@ -129,36 +132,36 @@ type LookupParams struct {
 }
 
 type LookupRow struct {
-	State              int64
+	Live               int64
 	Epoch              int64
 	Fingerprint        []byte
 	FingerprintVersion int64
 	Status             int64
 	Headers            []byte
 	Body               []byte
-	Tombstone          bool
-	Unexpired          bool
-	LeaseLive          bool
-	LeaseRemainingMs   int64
 }
 
 // Lookup reads the record of a key with its liveness, measured on the
-// database's clock. Reads are cheap in SQLite: a replay costs this one read.
+// database's clock. Reads are cheap in SQLite: a replay costs this one read,
+// and each column of the result costs calls into SQLite and database/sql,
+// so state, expiry, lease and tombstone come back as one integer, live:
+//
+//	>= 0 in progress with a live lease: the milliseconds left of it
+//	-1   completed, unexpired, with its response
+//	-2   completed, unexpired, a tombstone (no response saved)
+//	-3   in progress, unexpired, lease ended: a claim takes it over
+//	-4   expired or released: a claim treats it as absent
 func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i LookupRow
 	err := row.Scan(
-		&i.State,
+		&i.Live,
 		&i.Epoch,
 		&i.Fingerprint,
 		&i.FingerprintVersion,
 		&i.Status,
 		&i.Headers,
 		&i.Body,
-		&i.Tombstone,
-		&i.Unexpired,
-		&i.LeaseLive,
-		&i.LeaseRemainingMs,
 	)
 	return i, err
 }

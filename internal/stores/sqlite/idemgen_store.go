@@ -92,6 +92,15 @@ func versionAtLeast(v string, major, minor int) bool {
 	return a > major || (a == major && b >= minor)
 }
 
+// Lookup's live column, when it is negative; 0 or more is the lease left in
+// milliseconds of a record in progress (see idemgen_queries.sql).
+const (
+	liveCompleted = -1
+	liveTombstone = -2
+	liveTakeover  = -3
+	liveAbsent    = -4
+)
+
 // Claim reads the record and, when it is absent, expired, released or in progress
 // with an ended lease, claims it with one upsert whose conflict clause
 // re-checks those conditions under the write lock.
@@ -107,20 +116,27 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case row.Unexpired && (row.State == stateCompleted || (row.State == stateInProgress && row.LeaseLive)):
-			return record{
-				state:              row.State,
+		case row.Live >= 0 || row.Live == liveCompleted || row.Live == liveTombstone:
+			rec := record{
+				state:              stateCompleted,
 				epoch:              row.Epoch,
 				fingerprint:        row.Fingerprint,
 				fingerprintVersion: row.FingerprintVersion,
-				leaseRemaining:     time.Duration(row.LeaseRemainingMs) * time.Millisecond,
 				status:             row.Status,
 				headers:            row.Headers,
 				body:               row.Body,
-				tombstone:          row.Tombstone,
-			}.result()
+				tombstone:          row.Live == liveTombstone,
+			}
+			if row.Live >= 0 {
+				rec.state, rec.leaseRemaining = stateInProgress, time.Duration(row.Live)*time.Millisecond
+			}
+			return rec.result()
+		case row.Live == liveTakeover:
+			takeover, readEpoch = true, row.Epoch
+		case row.Live == liveAbsent:
+			readEpoch = row.Epoch
 		default:
-			takeover, readEpoch = row.Unexpired && row.State == stateInProgress, row.Epoch
+			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
 		}
 		epoch, err := s.q.Acquire(ctx, AcquireParams{
 			Scope:              req.Scope,
