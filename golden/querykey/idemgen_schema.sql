@@ -6,6 +6,10 @@
 -- Times are milliseconds since the Unix epoch on the database's clock
 -- (julianday('now')), never the application's. WITHOUT ROWID: a lookup by
 -- key is one B-tree descent rather than the key's index and then the table.
+-- sweep_at is when the sweeper may delete the row, never before expires_at:
+-- the claim sets it lease + ttl ahead, so that a completion within the
+-- lease leaves it, the one indexed column that moves, as it is, and the
+-- sweep index is not rewritten.
 CREATE TABLE IF NOT EXISTS order_keys (
     scope               TEXT    NOT NULL CHECK (length(scope) <= 255),
     principal           BLOB    NOT NULL CHECK (length(principal) = 32),
@@ -16,6 +20,7 @@ CREATE TABLE IF NOT EXISTS order_keys (
     epoch               INTEGER NOT NULL,
     lease_until         INTEGER NOT NULL,
     expires_at          INTEGER NOT NULL,
+    sweep_at            INTEGER NOT NULL,
     status              INTEGER NOT NULL DEFAULT 0,
     headers             BLOB    NOT NULL DEFAULT x'',
     body                BLOB    NOT NULL DEFAULT x'',
@@ -23,8 +28,8 @@ CREATE TABLE IF NOT EXISTS order_keys (
     PRIMARY KEY (scope, principal, idem_key)
 ) WITHOUT ROWID;
 
--- The sweeper deletes expired records oldest first, in bounded batches.
-CREATE INDEX IF NOT EXISTS order_keys_expires_at_idx ON order_keys (expires_at);
+-- The sweeper deletes expired records in sweep_at order, in bounded batches.
+CREATE INDEX IF NOT EXISTS order_keys_sweep_at_idx ON order_keys (sweep_at);
 
 -- Message consumers (CONTRACT §5): the ids each consumer has processed,
 -- inserted in the same transaction as the consumer's own writes.

@@ -12,12 +12,13 @@ import (
 const acquire = `-- name: Acquire :one
 INSERT INTO idemgen_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, status, headers, body, tombstone)
+    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     ?1, ?2, ?3, ?4,
     ?5, 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER),
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?7 AS INTEGER),
+    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER) + CAST(?7 AS INTEGER),
     0, x'', x'', FALSE)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -26,6 +27,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     epoch = epoch + 1,
     lease_until = excluded.lease_until,
     expires_at = excluded.expires_at,
+    sweep_at = excluded.sweep_at,
     status = 0,
     headers = x'',
     body = x'',
@@ -53,6 +55,7 @@ type AcquireParams struct {
 // milliseconds), so that a row re-created after Sweep deleted the key's
 // previous one follows every epoch that one handed out (its creation time
 // plus one per claim after); a claim of an existing row is its epoch + 1.
+// The record may be swept lease + ttl from now (see Complete).
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.queryRow(ctx, q.acquireStmt, acquire,
 		arg.Scope,
@@ -76,7 +79,8 @@ SET state = 2,
     body = ?3,
     tombstone = ?4,
     lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
-    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER)
+    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER),
+    sweep_at = MAX(sweep_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER))
 WHERE scope = ?6 AND principal = ?7 AND idem_key = ?8
   AND epoch = ?9 AND state = 1
 `
@@ -94,7 +98,9 @@ type CompleteParams struct {
 }
 
 // Complete saves the result of the attempt holding epoch; 0 rows means the
-// record moved on (fenced).
+// record moved on (fenced). sweep_at only moves when the completion comes
+// after the lease (the claim set it lease + ttl ahead), so a completion
+// within the lease leaves the sweep index alone.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
@@ -224,12 +230,15 @@ const sweep = `-- name: Sweep :execrows
 DELETE FROM idemgen_keys
 WHERE (scope, principal, idem_key) IN (
     SELECT scope, principal, idem_key FROM idemgen_keys
-    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
-    ORDER BY expires_at
+    WHERE sweep_at <= (julianday('now') - 2440587.5) * 86400000
+      AND expires_at <= (julianday('now') - 2440587.5) * 86400000
+    ORDER BY sweep_at
     LIMIT ?1)
 `
 
-// Sweep deletes up to batch expired records, oldest first.
+// Sweep deletes up to batch records whose sweep time has come, oldest
+// first. sweep_at is never before expires_at, so every one has expired; a
+// record is deleted at most one lease after it expired.
 func (q *Queries) Sweep(ctx context.Context, batch int64) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, batch)
 	if err != nil {

@@ -26,14 +26,16 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- milliseconds), so that a row re-created after Sweep deleted the key's
 -- previous one follows every epoch that one handed out (its creation time
 -- plus one per claim after); a claim of an existing row is its epoch + 1.
+-- The record may be swept lease + ttl from now (see Complete).
 INSERT INTO idempotency_keys (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, status, headers, body, tombstone)
+    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
     sqlc.arg(fingerprint_version), 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER),
     CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
     0, x'', x'', FALSE)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -42,6 +44,7 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     epoch = epoch + 1,
     lease_until = excluded.lease_until,
     expires_at = excluded.expires_at,
+    sweep_at = excluded.sweep_at,
     status = 0,
     headers = x'',
     body = x'',
@@ -53,7 +56,9 @@ RETURNING epoch;
 
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
--- record moved on (fenced).
+-- record moved on (fenced). sweep_at only moves when the completion comes
+-- after the lease (the claim set it lease + ttl ahead), so a completion
+-- within the lease leaves the sweep index alone.
 UPDATE idempotency_keys
 SET state = 2,
     status = sqlc.arg(status),
@@ -61,7 +66,8 @@ SET state = 2,
     body = sqlc.arg(body),
     tombstone = sqlc.arg(tombstone),
     lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
-    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER)
+    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    sweep_at = MAX(sweep_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER))
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -78,12 +84,15 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
 -- name: Sweep :execrows
--- Sweep deletes up to batch expired records, oldest first.
+-- Sweep deletes up to batch records whose sweep time has come, oldest
+-- first. sweep_at is never before expires_at, so every one has expired; a
+-- record is deleted at most one lease after it expired.
 DELETE FROM idempotency_keys
 WHERE (scope, principal, idem_key) IN (
     SELECT scope, principal, idem_key FROM idempotency_keys
-    WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
-    ORDER BY expires_at
+    WHERE sweep_at <= (julianday('now') - 2440587.5) * 86400000
+      AND expires_at <= (julianday('now') - 2440587.5) * 86400000
+    ORDER BY sweep_at
     LIMIT sqlc.arg(batch));
 
 -- name: MarkProcessed :execrows
