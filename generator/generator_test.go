@@ -322,6 +322,22 @@ components:
 	if src := string(res.Files["idemgen_policies.go"]); !strings.Contains(src, "Challenges:") {
 		t.Error("the policies file sets no Challenges")
 	}
+	// Security naming schemes that a document without components lacks:
+	// no challenge, and no panic.
+	noComponents := `openapi: 3.0.3
+info: {title: t, version: "1"}
+security: [{bearer: []}]
+paths:
+  /x:
+    post: {operationId: x, x-idempotent: true, responses: {"200": {description: ok}}}
+`
+	res, err = gen(t, noComponents)
+	if err != nil {
+		t.Fatalf("a document without components: %v", err)
+	}
+	if o := res.Model.Operations[0]; o.Principal != PrincipalAuth || len(o.Challenges) != 0 {
+		t.Errorf("without components: principal %v, challenges %q; want auth and none", o.Principal, o.Challenges)
+	}
 }
 
 func TestServerEnumBasePaths(t *testing.T) {

@@ -547,6 +547,9 @@ func (b *builder) challenges(r *opRef) []string {
 			out = append(out, c)
 		}
 	}
+	if b.doc.Components == nil {
+		return nil // no schemes to look up (kin-openapi's validation reports the dangling names)
+	}
 	for _, req := range b.security(r) {
 		for _, name := range slices.Sorted(maps.Keys(req)) {
 			ref := b.doc.Components.SecuritySchemes[name]

@@ -76,10 +76,11 @@ RETURNING t.epoch;
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where
 -- the transaction timestamp is its start: every time here is
--- statement_timestamp(), so the TTL counts from the completion. sweep_at
--- only moves when the completion comes after the lease (the claim set it
--- lease + ttl ahead): then no indexed column changes, and the update is
--- heap-only (HOT).
+-- statement_timestamp(), so the TTL counts from the completion. The claim
+-- set sweep_at lease + ttl ahead, so a completion within the lease leaves it
+-- as it is (only one after the lease moves it): no indexed column changes,
+-- and the update is heap-only (HOT) when the row's page has room for the
+-- new version.
 UPDATE idempotency_keys
 SET state = 2,
     status = sqlc.arg(status),
@@ -108,7 +109,7 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 DELETE FROM idempotency_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
-    WHERE k.sweep_at <= statement_timestamp()
+    WHERE k.sweep_at <= statement_timestamp() AND k.expires_at <= statement_timestamp()
     ORDER BY k.sweep_at
     LIMIT sqlc.arg(batch)::integer)
   AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp();

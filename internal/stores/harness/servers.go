@@ -173,7 +173,8 @@ func StartPostgres(t testing.TB) *Postgres {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s.start(t)
+	// Registered before the start, so that a start that times out with the
+	// postmaster running still stops it before its folder is removed.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), serverTimeout)
 		defer cancel()
@@ -185,6 +186,7 @@ func StartPostgres(t testing.TB) *Postgres {
 			}
 		}
 	})
+	s.start(t)
 	return s
 }
 

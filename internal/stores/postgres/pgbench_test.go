@@ -20,9 +20,12 @@ func TestPgbenchScripts(t *testing.T) {
 	q := string(b)
 	between := func(from, to string) string {
 		i := strings.Index(q, from)
+		if i < 0 {
+			t.Fatalf("idemgen_queries.sql has no %q", from)
+		}
 		j := strings.Index(q[i:], to)
-		if i < 0 || j < 0 {
-			t.Fatalf("idemgen_queries.sql has no %q ... %q", from, to)
+		if j < 0 {
+			t.Fatalf("idemgen_queries.sql has no %q after %q", to, from)
 		}
 		return q[i : i+j+len(to)]
 	}

@@ -98,9 +98,9 @@ type CompleteParams struct {
 }
 
 // Complete saves the result of the attempt holding epoch; 0 rows means the
-// record moved on (fenced). sweep_at only moves when the completion comes
-// after the lease (the claim set it lease + ttl ahead), so a completion
-// within the lease leaves the sweep index alone.
+// record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
+// completion within the lease leaves it as it is (only one after the lease
+// moves it) and the sweep index alone.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
