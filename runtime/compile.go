@@ -159,6 +159,9 @@ func (e *engine) compile(p *Policy) (*operation, error) {
 	default:
 		bad("unknown principal mode %d", p.Principal)
 	}
+	if len(p.Challenges) > 0 && p.Principal == PrincipalAnonymous {
+		bad("Challenges set on an anonymous operation, which never answers 401")
+	}
 	for _, c := range p.Challenges {
 		if !validChallenge(c) {
 			bad("challenge %q is not a WWW-Authenticate challenge (an auth-scheme token, then optional parameters, on one line)", c)

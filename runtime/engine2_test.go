@@ -122,6 +122,7 @@ func TestStartupErrors(t *testing.T) {
 		{"negative size", idemrt.Options{Store: st}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.MaxRequestBytes = -1 })}, "negative max"},
 		{"nil policy", idemrt.Options{Store: st}, []*idemrt.Policy{nil}, "nil *Policy"},
 		{"challenge with a line break", idemrt.Options{Store: st, Principal: principalFromHeader}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Challenges = []string{"Bearer\r\nX-Evil: 1"} })}, "is not a WWW-Authenticate challenge"},
+		{"challenge on an anonymous operation", idemrt.Options{Store: st}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Challenges = []string{"Bearer"} })}, "Challenges set on an anonymous operation"},
 		{"challenge without a scheme", idemrt.Options{Store: st, Principal: principalFromHeader}, []*idemrt.Policy{policy(func(p *idemrt.Policy) { p.Challenges = []string{` realm="x"`} })}, "is not a WWW-Authenticate challenge"},
 	}
 	for _, tc := range cases {

@@ -140,7 +140,7 @@ func copyDelayed(dst io.Writer, src io.Reader, d time.Duration) {
 	go func() {
 		defer close(chunks)
 		for {
-			b := make([]byte, 32<<10)
+			b := make([]byte, 4<<10) // the database's messages here are small
 			n, err := src.Read(b)
 			if n > 0 {
 				chunks <- chunk{b[:n], time.Now().Add(d)}
