@@ -103,7 +103,7 @@ type client struct {
 	r      *http.Request
 	body   requestBody
 	keyVal [1]string
-	w      discardWriter
+	w      DiscardWriter
 }
 
 const requestJSON = `{"amount":100}`
@@ -115,7 +115,7 @@ func newClient(h http.Handler) *client {
 	}
 	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = int64(len(requestJSON))
-	return &client{h: h, r: r, w: discardWriter{header: http.Header{}}}
+	return &client{h: h, r: r}
 }
 
 func (c *client) do(key string) error {
@@ -123,10 +123,10 @@ func (c *client) do(key string) error {
 	c.r.Body = &c.body
 	c.keyVal[0] = key
 	c.r.Header["Idempotency-Key"] = c.keyVal[:]
-	c.w.reset()
+	c.w.Reset()
 	c.h.ServeHTTP(&c.w, c.r)
-	if c.w.code != http.StatusCreated {
-		return fmt.Errorf("status %d: %s", c.w.code, c.w.head)
+	if c.w.Code != http.StatusCreated {
+		return fmt.Errorf("status %d: %s", c.w.Code, c.w.head)
 	}
 	return nil
 }
@@ -136,28 +136,35 @@ type requestBody struct{ strings.Reader }
 
 func (*requestBody) Close() error { return nil }
 
-// discardWriter is a ResponseWriter that keeps the status and the first
-// bytes of the body, for error messages.
-type discardWriter struct {
+// DiscardWriter is an http.ResponseWriter that keeps the status and the
+// first bytes of the body, for error messages, and can be reused after
+// Reset. Its zero value is ready to use.
+type DiscardWriter struct {
 	header http.Header
-	code   int
+	Code   int
 	head   []byte
 }
 
-func (w *discardWriter) reset() {
+// Reset forgets the last response.
+func (w *DiscardWriter) Reset() {
 	clear(w.header)
-	w.code, w.head = 0, w.head[:0]
+	w.Code, w.head = 0, w.head[:0]
 }
 
-func (w *discardWriter) Header() http.Header { return w.header }
+func (w *DiscardWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
 
-func (w *discardWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+func (w *DiscardWriter) WriteHeader(code int) {
+	if w.Code == 0 {
+		w.Code = code
 	}
 }
 
-func (w *discardWriter) Write(p []byte) (int, error) {
+func (w *DiscardWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	w.head = append(w.head, p[:min(len(p), 512-len(w.head))]...)
 	return len(p), nil

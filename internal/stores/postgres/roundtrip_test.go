@@ -77,9 +77,9 @@ func TestRoundTrips(t *testing.T) {
 		for k, v := range header {
 			r.Header[k] = v
 		}
-		w := &statusWriter{header: http.Header{}}
-		h.ServeHTTP(w, r)
-		return w.code
+		var w harness.DiscardWriter
+		h.ServeHTTP(&w, r)
+		return w.Code
 	}
 	expect := func(what string, code, wantCode int, want ...string) {
 		t.Helper()
@@ -113,16 +113,3 @@ func TestRoundTrips(t *testing.T) {
 	log.take()
 	expect("takeover", send(abandoned, nil), 201, "Claim", "Acquire", "Complete")
 }
-
-type statusWriter struct {
-	header http.Header
-	code   int
-}
-
-func (w *statusWriter) Header() http.Header { return w.header }
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *statusWriter) Write(p []byte) (int, error) { w.WriteHeader(http.StatusOK); return len(p), nil }
