@@ -51,6 +51,9 @@ type Result struct {
 	Files map[string][]byte
 	// Model is the typed model the files were emitted from.
 	Model *Model
+	// Warnings are findings that did not stop generation (e.g. an
+	// authenticated operation annotated principal: anonymous), sorted.
+	Warnings Diagnostics
 }
 
 // PoliciesFile is the name of the Go file holding the policies.
@@ -102,7 +105,7 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	model, err := build(ctx, cfg, data)
+	model, warnings, err := build(ctx, cfg, data)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +116,7 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Files: map[string][]byte{PoliciesFile: src}, Model: model}
+	res := &Result{Files: map[string][]byte{PoliciesFile: src}, Model: model, Warnings: warnings}
 	if !cfg.SkipStore {
 		table := cfg.Table
 		if table == "" {

@@ -271,6 +271,83 @@ components:
 	}
 }
 
+// TestAnonymousOnAuthenticatedWarns: principal: anonymous written on an
+// operation that authenticates its callers generates (it may be meant) but
+// warns, at the field; from x-idempotent-defaults it warns at the
+// operation's annotation. Unauthenticated operations, auth, the default,
+// and -annotate-mutating's flag do not warn.
+func TestAnonymousOnAuthenticatedWarns(t *testing.T) {
+	spec := `openapi: 3.1.0
+info: {title: t, version: "1"}
+security: [{k: []}]
+x-idempotent-defaults: {ttl: 1h}
+paths:
+  /shared:
+    post:
+      operationId: shared
+      x-idempotent:
+        principal: anonymous
+      responses: {"200": {description: ok}}
+  /open:
+    post: {operationId: open, security: [], x-idempotent: {principal: anonymous}, responses: {"200": {description: ok}}}
+  /own:
+    post: {operationId: own, x-idempotent: {principal: auth}, responses: {"200": {description: ok}}}
+  /byDefault:
+    post: {operationId: byDefault, x-idempotent: true, responses: {"200": {description: ok}}}
+  /unannotated:
+    post: {operationId: unannotated, responses: {"200": {description: ok}}}
+components:
+  securitySchemes:
+    k: {type: apiKey, in: header, name: K}
+`
+	res, err := gen(t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 {
+		t.Fatalf("warnings %v, want one", res.Warnings)
+	}
+	w := res.Warnings[0].String()
+	if !strings.HasPrefix(w, "openapi.yaml:10:9: warning: x-idempotent: principal anonymous (from x-idempotent) on POST /shared") || !strings.Contains(w, "another caller's key") {
+		t.Errorf("warning = %q", w)
+	}
+	for _, o := range res.Model.Operations {
+		if o.ID == "shared" && o.Principal != PrincipalAnonymous {
+			t.Errorf("shared: principal %v, want the anonymous it asks for", o.Principal)
+		}
+	}
+
+	withDefaults := strings.Replace(spec, "x-idempotent-defaults: {ttl: 1h}", "x-idempotent-defaults: {principal: anonymous}", 1)
+	res, err = gen(t, withDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range res.Warnings {
+		got = append(got, d.String())
+	}
+	// shared (its own), byDefault (the defaults'); own overrides with auth.
+	if len(got) != 2 || !strings.Contains(got[1], "(from x-idempotent-defaults) on POST /byDefault") {
+		t.Errorf("with defaults: %q", got)
+	}
+
+	flag, err := Generate(context.Background(), Config{Spec: "openapi.yaml", SpecData: []byte(spec), Package: "api", SkipStore: true,
+		AnnotateMutating: map[string]any{"principal": "anonymous"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flag.Warnings) != 1 {
+		t.Errorf("-annotate-mutating: warnings %v, want only the spec's own", flag.Warnings)
+	}
+	ds, err := Lint(context.Background(), Config{Spec: "openapi.yaml", SpecData: []byte(spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ds.Error(), "warning: x-idempotent: principal anonymous") {
+		t.Errorf("lint does not report the warning:\n%v", ds)
+	}
+}
+
 // TestChallengesFollowSecurity: an auth operation's 401 challenges come from
 // its effective security schemes, in requirement order and without repeats;
 // an apiKey gives none, and anonymous operations carry none.

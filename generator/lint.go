@@ -8,9 +8,9 @@ import (
 // Lint reports the POST, PUT, PATCH and DELETE operations under `paths`
 // that carry no x-idempotent at all (`x-idempotent: false` marks an
 // operation as deliberately unprotected and silences it), together with
-// every problem Generate would report. Only cfg.Spec and cfg.SpecData are
-// used. The error is for documents that cannot be read or loaded; the
-// findings, sorted, are the Diagnostics.
+// every problem and warning Generate would report. Only cfg.Spec and
+// cfg.SpecData are used. The error is for documents that cannot be read or
+// loaded; the findings, sorted, are the Diagnostics.
 func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 	data := cfg.SpecData
 	if data == nil {
@@ -28,6 +28,6 @@ func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 		return nil, err
 	}
 	b.run()
-	all := append(b.d.list, b.unannotated...)
+	all := append(append(b.d.list, b.w.list...), b.unannotated...)
 	return all.sorted(), nil
 }

@@ -28,6 +28,7 @@ type builder struct {
 	doc      *openapi3.T
 	src      *source
 	d        diags
+	w        diags // warnings: generation goes on
 	defaults *annotation
 	ops      []*Operation
 	// unannotated are the mutating operations under paths without any
@@ -35,30 +36,30 @@ type builder struct {
 	unannotated []Diagnostic
 }
 
-func build(ctx context.Context, cfg Config, data []byte) (*Model, error) {
-	// Positions are only needed to report problems, and recording them
-	// costs kin-openapi about half as much time again as the load itself:
-	// load without them first, and again with them only when there is a
-	// problem to place. A document that does not load is placed from its
+func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, error) {
+	// Positions are only needed to report problems and warnings, and
+	// recording them costs kin-openapi about half as much time again as the
+	// load itself: load without them first, and again with them only when
+	// there is something to place. A document that does not load is placed from its
 	// text, without origins.
-	m, loaded, err := buildWith(ctx, cfg, data, false)
-	if err != nil && loaded && ctx.Err() == nil {
-		m, _, err = buildWith(ctx, cfg, data, true)
+	m, warnings, loaded, err := buildWith(ctx, cfg, data, false)
+	if (err != nil && loaded || len(warnings) > 0) && ctx.Err() == nil {
+		m, warnings, _, err = buildWith(ctx, cfg, data, true)
 	}
-	return m, err
+	return m, warnings, err
 }
 
-func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Model, bool, error) {
+func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Model, Diagnostics, bool, error) {
 	b, err := load(ctx, cfg, data, origins)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	b.run()
 	if err := b.d.err(); err != nil {
-		return nil, true, err
+		return nil, nil, true, err
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
-	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, true, nil
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, b.w.list.sorted(), true, nil
 }
 
 // load loads the document and returns a builder for it; its errors are
@@ -357,6 +358,8 @@ func (b *builder) operation(r *opRef) *Operation {
 
 	// Defaults first, then the operation's own fields.
 	var ttlPos, leasePos Pos
+	var anonAt Pos
+	var anonFrom string
 	var key *keySpec
 	for _, layer := range []*annotation{b.defaults, a} {
 		if layer == nil {
@@ -374,6 +377,16 @@ func (b *builder) operation(r *opRef) *Operation {
 		}
 		if layer.principal != nil {
 			o.Principal = *layer.principal
+			// Where a written anonymous came from, for the warning below
+			// (-annotate-mutating's is the user's flag, not the spec's).
+			switch {
+			case o.Principal != PrincipalAnonymous || (layer == a && !ok):
+				anonAt, anonFrom = Pos{}, ""
+			case layer == a:
+				anonAt, anonFrom = at("principal"), extOp
+			default:
+				anonAt, anonFrom = base, extDefaults
+			}
 		}
 		if f := layer.fingerprint; f != nil {
 			o.FingerprintIn, o.FingerprintEx = f.include, f.exclude
@@ -423,6 +436,9 @@ func (b *builder) operation(r *opRef) *Operation {
 		if b.secured(r) {
 			o.Principal = PrincipalAuth
 		}
+	} else if anonFrom != "" && b.secured(r) {
+		b.w.add(anonAt, "warning: %s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
+			extOp, anonFrom, describeRef(r))
 	}
 	if o.Principal == PrincipalAuth {
 		o.Challenges = b.challenges(r)

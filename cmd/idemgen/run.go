@@ -185,6 +185,9 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		return exitError
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, w)
+	}
 	if g.check {
 		return check(g.out, res.Files, stdout, stderr)
 	}

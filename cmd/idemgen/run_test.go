@@ -128,6 +128,23 @@ func TestSpecErrorsExitOne(t *testing.T) {
 	}
 }
 
+// TestWarningsDoNotFail: a warning is printed as file:line:col: warning: ...
+// on stderr, and the files are written (exit 0).
+func TestWarningsDoNotFail(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	shared := strings.Replace(spec, "info: {title: t, version: \"1\"}\n", "info: {title: t, version: \"1\"}\nsecurity: [{k: []}]\ncomponents: {securitySchemes: {k: {type: apiKey, in: header, name: K}}}\n", 1)
+	shared = strings.Replace(shared, "x-idempotent: true", "x-idempotent: {principal: anonymous}", 1)
+	writeSpec(t, dir, shared)
+	code, _, errs := runCLI(t, "", "generate", "-spec", "openapi.yaml", "-out", "o", "-package", "api", "-store=false")
+	if code != 0 || !strings.HasPrefix(errs, "openapi.yaml:9:22: warning: x-idempotent: principal anonymous") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o", "idemgen_policies.go")); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestSpecFromStdin(t *testing.T) {
 	out := t.TempDir()
 	code, _, errs := runCLI(t, spec, "generate", "-spec", "-", "-out", out, "-package", "api", "-store=false")
