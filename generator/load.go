@@ -40,8 +40,8 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, e
 	// Positions are only needed to report problems and warnings, and
 	// recording them costs kin-openapi about half as much time again as the
 	// load itself: load without them first, and again with them only when
-	// there is something to place. A document that does not load is placed from its
-	// text, without origins.
+	// there is something to place. A document that does not load is placed
+	// from its text, without origins.
 	m, warnings, loaded, err := buildWith(ctx, cfg, data, false)
 	if (err != nil && loaded || len(warnings) > 0) && ctx.Err() == nil {
 		m, warnings, _, err = buildWith(ctx, cfg, data, true)
