@@ -133,8 +133,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 			return rec.result()
 		case row.Live == liveTakeover:
 			takeover, readEpoch = true, row.Epoch
-		case row.Live == liveAbsent:
-			readEpoch = row.Epoch
+		case row.Live == liveAbsent: // expired or released: claimed as if absent
 		default:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
 		}

@@ -170,39 +170,52 @@ func (w *DiscardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// workload is what the store benchmarks run, each as a function of the
+// call's sequence number: the plain INSERT and primary-key SELECT of the
+// baseline, and new keys and replays through the wrapper over a store.
+type workload struct {
+	insert, newKey, sel, replay func(ctx context.Context, i int64) error
+	// replayKey is the key of the i-th replay (one of replayKeys, all
+	// completed by newWorkload).
+	replayKey func(i int64) string
+}
+
+// replayKeys is how many completed keys the replays cycle through.
+const replayKeys = 1000
+
+// newWorkload completes the replay keys through the wrapper over st.
+func newWorkload(b *testing.B, st idemrt.Store, base Baseline) *workload {
+	run := fmt.Sprintf("r%d", time.Now().UnixNano())
+	serve := server(b, st)
+	w := &workload{replayKey: func(i int64) string { return fmt.Sprintf("%s-replay-%d", run, i%replayKeys) }}
+	for i := range int64(replayKeys) {
+		if err := serve(w.replayKey(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.insert = func(ctx context.Context, _ int64) error { return base.Insert(ctx, NewKey()) }
+	w.newKey = func(context.Context, int64) error { return serve(NewKey()) }
+	w.sel = func(ctx context.Context, i int64) error {
+		return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows))))
+	}
+	w.replay = func(_ context.Context, i int64) error { return serve(w.replayKey(i)) }
+	return w
+}
+
 // Bench runs the wrapper over st for new keys and for replays, next to
 // the plain INSERT and primary-key SELECT of base, and the wrapper's own
 // cost (replays from the in-memory store).
 func Bench(b *testing.B, st idemrt.Store, base Baseline) {
-	run := fmt.Sprintf("b%d", time.Now().UnixNano())
-	serve := server(b, st)
-	const replayKeys = 1000
-	for i := range replayKeys {
-		if err := serve(fmt.Sprintf("%s-replay-%d", run, i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Run("PlainInsert", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, i int64) error { return base.Insert(ctx, NewKey()) })
-	})
-	b.Run("WrapperNewKey", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, i int64) error { return serve(NewKey()) })
-	})
-	b.Run("PrimaryKeySelect", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, i int64) error {
-			return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows))))
-		})
-	})
-	b.Run("WrapperReplay", func(b *testing.B) {
-		parallel(b, func(ctx context.Context, i int64) error {
-			return serve(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
-		})
-	})
+	w := newWorkload(b, st, base)
+	b.Run("PlainInsert", func(b *testing.B) { parallel(b, w.insert) })
+	b.Run("WrapperNewKey", func(b *testing.B) { parallel(b, w.newKey) })
+	b.Run("PrimaryKeySelect", func(b *testing.B) { parallel(b, w.sel) })
+	b.Run("WrapperReplay", func(b *testing.B) { parallel(b, w.replay) })
 	b.Run("StoreReplay", func(b *testing.B) {
 		// The store alone: Claim of a completed key, no wrapper.
 		parallel(b, func(ctx context.Context, i int64) error {
 			res, err := st.Claim(ctx, idemrt.ClaimRequest{
-				RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: fmt.Sprintf("%s-replay-%d", run, i%replayKeys)},
+				RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: w.replayKey(i)},
 				Lease:     time.Minute, TTL: time.Hour,
 			})
 			if err == nil && res.State != idemrt.Completed {
@@ -212,15 +225,7 @@ func Bench(b *testing.B, st idemrt.Store, base Baseline) {
 		})
 	})
 	b.Run("WrapperReplayMemoryStore", func(b *testing.B) {
-		mem := server(b, idemrt.NewMemoryStore())
-		for i := range replayKeys {
-			if err := mem(fmt.Sprintf("%s-replay-%d", run, i)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		parallel(b, func(ctx context.Context, i int64) error {
-			return mem(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
-		})
+		parallel(b, newWorkload(b, idemrt.NewMemoryStore(), base).replay)
 	})
 }
 
@@ -257,27 +262,16 @@ func phase(b *testing.B, d time.Duration, fn func(ctx context.Context, i int64) 
 // ratio alike. It reports requests per second of each side and the ratios
 // newkey/insert and replay/select (targets: 0.45 and 0.85).
 func Ratios(b *testing.B, st idemrt.Store, base Baseline) {
-	run := fmt.Sprintf("r%d", time.Now().UnixNano())
-	serve := server(b, st)
-	const replayKeys = 1000
-	for i := range replayKeys {
-		if err := serve(fmt.Sprintf("%s-replay-%d", run, i)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	w := newWorkload(b, st, base)
 	const slice = 250 * time.Millisecond
 	var ins, nk, sel, rep int64
 	var elapsed time.Duration
 	b.ResetTimer()
 	for range b.N * 8 {
-		ins += phase(b, slice, func(ctx context.Context, i int64) error { return base.Insert(ctx, NewKey()) })
-		nk += phase(b, slice, func(ctx context.Context, i int64) error { return serve(NewKey()) })
-		sel += phase(b, slice, func(ctx context.Context, i int64) error {
-			return base.Select(ctx, base.Preloaded(int(i%int64(base.Rows))))
-		})
-		rep += phase(b, slice, func(ctx context.Context, i int64) error {
-			return serve(fmt.Sprintf("%s-replay-%d", run, i%replayKeys))
-		})
+		ins += phase(b, slice, w.insert)
+		nk += phase(b, slice, w.newKey)
+		sel += phase(b, slice, w.sel)
+		rep += phase(b, slice, w.replay)
 		elapsed += slice
 	}
 	s := elapsed.Seconds()

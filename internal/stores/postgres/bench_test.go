@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
@@ -57,22 +55,15 @@ func BenchmarkRatioNetwork(b *testing.B) {
 // with delay > 0, through a proxy that delays each direction by delay.
 func benchSetup(b testing.TB, delay time.Duration) (idemrt.Store, harness.Baseline) {
 	db := newTestDB(b)
-	var proxy *harness.Proxy
+	via := func(*pgxpool.Config) {}
 	if delay > 0 {
-		cfg, err := pgxpool.ParseConfig(db.dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		proxy = harness.NewProxy(b, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+		var proxy *harness.Proxy
+		proxy, via = db.proxy(b)
 		proxy.Delay(delay)
 	}
 	pool := db.pool(b, func(c *pgxpool.Config) {
 		c.MaxConns = harness.Clients
-		if proxy != nil {
-			host, port, _ := net.SplitHostPort(proxy.Addr())
-			p, _ := strconv.Atoi(port)
-			c.ConnConfig.Host, c.ConnConfig.Port, c.ConnConfig.Fallbacks = host, uint16(p), nil
-		}
+		via(c)
 	})
 	ctx := context.Background()
 	st, err := NewStore(ctx, pool)

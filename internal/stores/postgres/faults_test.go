@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,18 +105,10 @@ func TestStaleWorkerFenced(t *testing.T) {
 
 func TestStoreCut(t *testing.T) {
 	db := newTestDB(t)
-	cfg, err := pgxpool.ParseConfig(db.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := harness.NewProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
-	host, port, _ := net.SplitHostPort(proxy.Addr())
-	p, _ := strconv.Atoi(port)
+	proxy, via := db.proxy(t)
 	through := db.backend(t, func(c *pgxpool.Config) {
-		c.ConnConfig.Host = host
-		c.ConnConfig.Port = uint16(p)
+		via(c)
 		c.ConnConfig.ConnectTimeout = 2 * time.Second
-		c.ConnConfig.Fallbacks = nil
 	})
 	harness.StoreCut(t, through, db.backend(t, nil), proxy)
 }

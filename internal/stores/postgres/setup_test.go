@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
+	"strconv"
 	"testing"
 
+	"github.com/idemgen/idemgen/internal/stores/harness"
 	"github.com/idemgen/idemgen/internal/testutil"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -78,6 +81,22 @@ func (db *testDB) pool(t testing.TB, edit func(*pgxpool.Config)) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// proxy starts a harness.Proxy in front of the server and returns it with
+// the pool edit that connects through it.
+func (db *testDB) proxy(t testing.TB) (*harness.Proxy, func(*pgxpool.Config)) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := harness.NewProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	host, port, _ := net.SplitHostPort(proxy.Addr())
+	p, _ := strconv.Atoi(port)
+	return proxy, func(c *pgxpool.Config) {
+		c.ConnConfig.Host, c.ConnConfig.Port, c.ConnConfig.Fallbacks = host, uint16(p), nil
+	}
 }
 
 func (db *testDB) store(t testing.TB) *Store {
