@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/modfile"
@@ -29,5 +31,26 @@ func TestNoReplaceDirectives(t *testing.T) {
 	}
 	if f.Module == nil || f.Module.Mod.Path != "github.com/idemgen/idemgen" {
 		t.Errorf("module path %v, want github.com/idemgen/idemgen", f.Module)
+	}
+}
+
+// TestNoLargeTrackedFiles keeps built binaries and data dumps out of the
+// repository: a 22 MB build of the payments example was once committed.
+// Specs used as test inputs live outside the repository (../shared/specs).
+func TestNoLargeTrackedFiles(t *testing.T) {
+	const limit = 1 << 20
+	root := testutil.RepoRoot()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout?)", err)
+	}
+	for name := range strings.SplitSeq(strings.TrimRight(string(out), "\x00"), "\x00") {
+		fi, err := os.Lstat(filepath.Join(root, name))
+		if err != nil {
+			continue // deleted in the work tree, not yet committed
+		}
+		if fi.Mode().IsRegular() && fi.Size() > limit {
+			t.Errorf("%s is tracked and has %d bytes (limit %d): built outputs belong in .gitignore", name, fi.Size(), limit)
+		}
 	}
 }
