@@ -463,7 +463,7 @@ func TestServerEnumBasePaths(t *testing.T) {
 }
 
 func TestEmitValues(t *testing.T) {
-	spec := strings.Replace(minimal, "{ttl: 2h}", `{ttl: 36h, lease: 1500ms, wait: 1m, max-request-bytes: 1000, max-response-bytes: 2MiB, transactional: true, save: ["1xx", 3xx, "425"]}`, 1)
+	spec := strings.Replace(minimal, "{ttl: 2h}", `{ttl: 36h, lease: 1500ms, wait: 1s, max-request-bytes: 1000, max-response-bytes: 2MiB, transactional: true, save: ["1xx", 3xx, "425"]}`, 1)
 	res, err := gen(t, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +472,7 @@ func TestEmitValues(t *testing.T) {
 	for _, want := range []string{
 		"TTL: 36 * time.Hour,",
 		"Lease: 1500 * time.Millisecond,",
-		"Wait: time.Minute,",
+		"Wait: time.Second,",
 		"MaxRequestBytes: 1000,",
 		"MaxResponseBytes: 2 << 20,",
 		"Transactional: true,",

@@ -160,6 +160,14 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			fmt.Fprintf(stderr, "idemgen generate: -annotate-mutating: want true or a JSON object, got %q\n", g.annotate)
 			return exitUsage
 		}
+		// Checked before the spec is loaded: a mistake in the flag is one
+		// usage error, not one spec-located error per operation.
+		if err := generator.CheckAnnotation(cfg.AnnotateMutating); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(stderr, "idemgen generate: -annotate-mutating: %s\n", line)
+			}
+			return exitUsage
+		}
 	}
 	if g.spec == "-" {
 		data, err := io.ReadAll(stdin)
