@@ -124,16 +124,22 @@ func decodeObject(ext string, m map[string]any, at locator, d *diags) *annotatio
 	a := &annotation{bad: map[string]bool{}}
 	for _, name := range sortedKeys(m) {
 		n := len(d.list)
-		a.decodeField(ext, name, m[name], at, d)
+		meant := a.decodeField(ext, name, m[name], at, d)
 		if len(d.list) != n {
 			a.bad[name] = true
+		}
+		if _, written := m[meant]; meant != "" && !written {
+			// The value meant for that field is not known: its checks
+			// would report the consequences of the typo, not a mistake.
+			a.bad[meant] = true
 		}
 	}
 	return a
 }
 
-// decodeField decodes one field of an annotation into a.
-func (a *annotation) decodeField(ext, name string, v any, at locator, d *diags) {
+// decodeField decodes one field of an annotation into a. For an unknown
+// field it returns the known one it is likely a typo of, if any.
+func (a *annotation) decodeField(ext, name string, v any, at locator, d *diags) (meant string) {
 	where := ext + "." + name
 	pos := at(name)
 	switch name {
@@ -224,14 +230,13 @@ func (a *annotation) decodeField(ext, name string, v any, at locator, d *diags) 
 		a.transactional = decodeBool(where, v, pos, d)
 	default:
 		msg := fmt.Sprintf("%s: unknown field %q", ext, name)
-		if s := suggest(name, annotationFields); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-			// The value meant for s is not known: checks of s would
-			// report the consequences of the typo, not a mistake.
-			a.bad[s] = true
+		meant = suggest(name, annotationFields)
+		if meant != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", meant)
 		}
 		d.add(pos, "%s", msg)
 	}
+	return meant
 }
 
 func decodeKey(where string, v any, at locator, d *diags) *keySpec {

@@ -3,6 +3,7 @@ package generator
 import (
 	"context"
 	"fmt"
+	"net/textproto"
 	"os"
 	"slices"
 	"strings"
@@ -86,6 +87,13 @@ func suggestKey(r *opRef) string {
 	}
 	if best == nil {
 		return ""
+	}
+	if best.in == openapi3.ParameterInHeader && textproto.CanonicalMIMEHeaderKey(best.name) == DefaultKeyHeader {
+		// The default key: nothing to write but the optionality.
+		if !best.required {
+			return fmt.Sprintf("; suggest: %s: {required: false} (it declares the default key header, %s, as optional)", extOp, best.name)
+		}
+		return fmt.Sprintf("; suggest: %s: true (it declares the default key header, %s)", extOp, best.name)
 	}
 	key := fmt.Sprintf("{%s: %s}", best.in, best.name)
 	if best.in == "fields" {
