@@ -45,8 +45,8 @@ func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 // finding ("; suggest: x-idempotent: {key: {header: PayPal-Request-Id}}"),
 // else "". It looks for a declared header or query parameter named like
 // one (Idempotency-Key, X-Idempotency-Key, PayPal-Request-Id, X-Request-Id)
-// and for a required property of the JSON body (idempotency_key,
-// idempotencyKey). A parameter the spec declares optional gives
+// and for a property of the JSON body (idempotency_key, idempotencyKey).
+// A parameter or property the spec declares optional gives
 // required: false, since clients may leave it out.
 func suggestKey(r *opRef) string {
 	type cand struct {
@@ -78,9 +78,11 @@ func suggestKey(r *opRef) string {
 	}
 	if best == nil {
 		for _, s := range jsonBodySchemas(r.op) {
-			for _, name := range requiredProperties(s, map[*openapi3.Schema]bool{}) {
+			props, required := map[string]bool{}, map[string]bool{}
+			topProperties(s, props, required, map[*openapi3.Schema]bool{})
+			for name := range props {
 				if keyNameRank(name) == 0 {
-					consider(cand{4, "fields", name, true})
+					consider(cand{4, "fields", name, required[name]})
 				}
 			}
 		}
@@ -120,18 +122,24 @@ func keyNameRank(name string) int {
 	return -1
 }
 
-// requiredProperties lists the required properties of s, through allOf
-// (a property required by one alternative of a oneOf is not required).
-func requiredProperties(s *openapi3.Schema, seen map[*openapi3.Schema]bool) []string {
+// topProperties adds the names of the properties of s, and of those it
+// requires, to props and required, through allOf (a property of one
+// alternative of a oneOf or anyOf is not in every body, so they are not
+// followed).
+func topProperties(s *openapi3.Schema, props, required map[string]bool, seen map[*openapi3.Schema]bool) {
 	if s == nil || seen[s] {
-		return nil
+		return
 	}
 	seen[s] = true
-	out := slices.Clone(s.Required)
+	for name := range s.Properties {
+		props[name] = true
+	}
+	for _, name := range s.Required {
+		required[name] = true
+	}
 	for _, r := range s.AllOf {
 		if r != nil {
-			out = append(out, requiredProperties(r.Value, seen)...)
+			topProperties(r.Value, props, required, seen)
 		}
 	}
-	return out
 }
