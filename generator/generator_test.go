@@ -195,6 +195,9 @@ func TestConfigErrors(t *testing.T) {
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "select"},
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "1keys"},
 		{Package: "api", SkipStore: true},
+		// Checked before the spec (x, which does not exist) is read.
+		{Spec: "x", Package: "api", SkipStore: true, AnnotateMutating: map[string]any{"tll": "1h"}},
+		{Spec: "x", Package: "api", SkipStore: true, AnnotateMutating: map[string]any{"scope": "all"}},
 	}
 	for _, c := range cases {
 		if _, err := Generate(context.Background(), c); !errors.Is(err, ErrConfig) {
