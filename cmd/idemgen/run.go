@@ -46,7 +46,9 @@ missing and extra files are listed and the exit code is 1.
 
 lint lists the POST, PUT, PATCH and DELETE operations that carry no
 x-idempotent (x-idempotent: false marks one as deliberately unprotected),
-and every problem generate would report.
+with the annotation to write when one already declares an idempotency key;
+warns about key parameters an annotation names that the operation does not
+declare; and reports every problem generate would report.
 
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
