@@ -43,9 +43,11 @@ func isJSONMediaType(mt string) bool {
 // anyHasPath reports whether one of the schemas has the property path
 // names (a key.fields path split at its dots, or a fingerprint pointer's
 // tokens), looking through properties, allOf, oneOf and anyOf (refs are
-// resolved by the loader; cycles are guarded). With indexes, a token that
-// is an array index (0, 12) steps into an array schema's items, as JSON
-// pointers do.
+// resolved by the loader; cycles are guarded). A map (an object with an
+// explicit additionalProperties) takes any name: into the schema of its
+// values, or anything below when that is `true`. With indexes, a token
+// that is an array index (0, 12) steps into an array schema's items, as
+// JSON pointers do.
 func anyHasPath(schemas []*openapi3.Schema, names []string, indexes bool) bool {
 	for _, s := range schemas {
 		if hasPath(s, names, indexes) {
@@ -66,6 +68,9 @@ func hasPath(s *openapi3.Schema, names []string, indexes bool) bool {
 		if len(next) == 0 {
 			return false
 		}
+		if slices.Contains(next, anyValue) {
+			return true
+		}
 		cur = next
 	}
 	return true
@@ -85,6 +90,10 @@ func arrayIndex(tok string) bool {
 	return true
 }
 
+// anyValue stands for the values of `additionalProperties: true`, which
+// may hold anything.
+var anyValue = &openapi3.Schema{}
+
 func collectProperty(s *openapi3.Schema, name string, index bool, seen map[*openapi3.Schema]bool, out *[]*openapi3.Schema) {
 	if s == nil || seen[s] {
 		return
@@ -92,6 +101,10 @@ func collectProperty(s *openapi3.Schema, name string, index bool, seen map[*open
 	seen[s] = true
 	if p, ok := s.Properties[name]; ok && p != nil && p.Value != nil {
 		*out = append(*out, p.Value)
+	} else if ap := s.AdditionalProperties; ap.Schema != nil && ap.Schema.Value != nil {
+		*out = append(*out, ap.Schema.Value)
+	} else if ap.Has != nil && *ap.Has {
+		*out = append(*out, anyValue)
 	}
 	if index && s.Items != nil && s.Items.Value != nil {
 		*out = append(*out, s.Items.Value)
