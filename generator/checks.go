@@ -124,12 +124,12 @@ func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
 			if !own {
 				pos = m.base
 			}
-			in, field := "header", "key.header"
+			in := openapi3.ParameterInHeader
 			if k.source == KeyQuery {
-				in, field = "query", "key.query"
+				in = openapi3.ParameterInQuery
 			}
-			b.advice.add(pos, "warning: %s.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s)",
-				extOp, field, describeRef(r), in, k.name, in)
+			b.advice.add(pos, "warning: %s.key.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s)",
+				extOp, in, describeRef(r), in, k.name, in)
 		}
 	}
 	if f := m.fingerprint; f != nil && !m.unsure("fingerprint") {
