@@ -1,7 +1,9 @@
 package generator
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/textproto"
 	"regexp"
@@ -23,14 +25,23 @@ type annotation struct {
 	fingerprint   *fingerprintSpec
 	ttl           *durationAt
 	lease         *durationAt
-	wait          *time.Duration
+	wait          *durationAt
 	replayHeaders []string
 	replaySet     bool
 	save          *SaveRule
 	maxResponse   *int64
 	maxRequest    *int64
 	transactional *bool
+	// bad names the fields written with a value that was rejected (or,
+	// for an unknown field, the field it is a likely typo of), so that
+	// the checks that depend on them do not report follow-on errors; all
+	// is set when the annotation as a whole is not an object.
+	bad map[string]bool
+	all bool
 }
+
+// unsure reports whether the layer wrote field with a rejected value.
+func (a *annotation) unsure(field string) bool { return a.all || a.bad[field] }
 
 type durationAt struct {
 	d   time.Duration
@@ -42,10 +53,12 @@ type keySpec struct {
 	name      string
 	fields    []string
 	fieldsPos Pos
+	namePos   Pos // of key.header or key.query
 }
 
 type fingerprintSpec struct {
 	include, exclude []string
+	pos              Pos // of include or exclude
 }
 
 // locator returns the position of a sub-key of the annotation being
@@ -58,136 +71,172 @@ var annotationFields = []string{
 }
 
 // decodeAnnotation decodes the value v of the extension named ext
-// (x-idempotent or x-idempotent-defaults). It returns nil for
-// `x-idempotent: false` and for values with errors (reported to d).
+// (x-idempotent or x-idempotent-defaults), reporting every problem to d.
+// It returns nil for `x-idempotent: false` only: an annotation with
+// errors comes back with its valid fields set and the others marked bad,
+// so that the operation's other checks still run in the same pass.
 func decodeAnnotation(ext string, v any, at locator, d *diags) *annotation {
 	switch v := v.(type) {
 	case bool:
 		if ext != extOp {
 			d.add(at(), "%s: want an object, got %s", ext, describe(v))
-			return nil
+			return &annotation{all: true}
 		}
 		if !v {
 			return nil
 		}
 		return &annotation{}
 	case map[string]any:
-		n := len(d.list)
-		a := decodeObject(ext, v, at, d)
-		if len(d.list) != n {
-			return nil
-		}
-		return a
+		return decodeObject(ext, v, at, d)
 	}
 	if ext == extOp {
 		d.add(at(), "%s: want true, false or an object, got %s", ext, describe(v))
 	} else {
 		d.add(at(), "%s: want an object, got %s", ext, describe(v))
 	}
-	return nil
+	return &annotation{all: true}
+}
+
+// CheckAnnotation decodes v as an x-idempotent object without a document,
+// as Config.AnnotateMutating is checked before the spec is loaded, and
+// returns every problem with it, one per line. A scope is refused, as in
+// x-idempotent-defaults: it would be shared by every operation.
+func CheckAnnotation(v map[string]any) error {
+	var d diags
+	at := func(...string) Pos { return Pos{} }
+	if _, ok := v["scope"]; ok {
+		d.add(Pos{}, "%s.scope: a scope cannot be shared by every operation; set it on the operation", extOp)
+		v = maps.Clone(v)
+		delete(v, "scope")
+	}
+	decodeAnnotation(extOp, v, at, &d)
+	if len(d.list) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(d.list))
+	for i, x := range d.list.sorted() {
+		msgs[i] = x.Msg
+	}
+	return errors.New(strings.Join(msgs, "\n"))
 }
 
 func decodeObject(ext string, m map[string]any, at locator, d *diags) *annotation {
-	a := &annotation{}
+	a := &annotation{bad: map[string]bool{}}
 	for _, name := range sortedKeys(m) {
-		v := m[name]
-		where := ext + "." + name
-		pos := at(name)
-		switch name {
-		case "key":
-			a.key = decodeKey(where, v, func(p ...string) Pos { return at(append([]string{"key"}, p...)...) }, d)
-		case "required":
-			a.required = decodeBool(where, v, pos, d)
-		case "scope":
-			if ext == extDefaults {
-				d.add(pos, "%s: a scope cannot be shared by every operation; set it on the operation", where)
-				continue
-			}
-			if s, ok := decodeString(where, v, pos, d); ok {
-				if s == "" {
-					d.add(pos, "%s: must not be empty", where)
-					continue
-				}
-				a.scope = &s
-			}
-		case "principal":
-			if s, ok := decodeString(where, v, pos, d); ok {
-				switch s {
-				case "auth":
-					p := PrincipalAuth
-					a.principal = &p
-				case "anonymous":
-					p := PrincipalAnonymous
-					a.principal = &p
-				default:
-					d.add(pos, "%s: %q is not a principal mode (want auth or anonymous)", where, s)
-				}
-			}
-		case "fingerprint":
-			a.fingerprint = decodeFingerprint(where, v, func(p ...string) Pos { return at(append([]string{"fingerprint"}, p...)...) }, d)
-		case "ttl", "lease":
-			if dur, ok := decodeDuration(where, v, pos, d); ok {
-				if dur <= 0 {
-					d.add(pos, "%s: must be positive, got %s", where, dur)
-					continue
-				}
-				da := &durationAt{d: dur, pos: pos}
-				if name == "ttl" {
-					a.ttl = da
-				} else {
-					a.lease = da
-				}
-			}
-		case "wait":
-			if dur, ok := decodeDuration(where, v, pos, d); ok {
-				if dur < 0 {
-					d.add(pos, "%s: must not be negative, got %s", where, dur)
-					continue
-				}
-				a.wait = &dur
-			}
-		case "replay-headers":
-			a.replaySet = true
-			list, ok := decodeStrings(where, v, pos, d)
-			if !ok {
-				continue
-			}
-			for _, h := range list {
-				if !idemrt.IsToken(h) {
-					d.add(pos, "%s: %q is not a header name", where, h)
-					continue
-				}
-				c := textproto.CanonicalMIMEHeaderKey(h)
-				if neverReplayed[c] {
-					d.add(pos, "%s: %s is never replayed (CONTRACT §3)", where, c)
-					continue
-				}
-				a.replayHeaders = append(a.replayHeaders, c)
-			}
-		case "save":
-			a.save = decodeSave(where, v, pos, d)
-		case "max-response-bytes", "max-request-bytes":
-			n, ok := decodeSize(v)
-			if !ok {
-				d.add(pos, "%s: %s is not a size (want bytes as an integer, or e.g. 64KiB, 1MiB)", where, describe(v))
-				continue
-			}
-			if name == "max-response-bytes" {
-				a.maxResponse = &n
-			} else {
-				a.maxRequest = &n
-			}
-		case "transactional":
-			a.transactional = decodeBool(where, v, pos, d)
-		default:
-			msg := fmt.Sprintf("%s: unknown field %q", ext, name)
-			if s := suggest(name, annotationFields); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			d.add(pos, "%s", msg)
+		n := len(d.list)
+		meant := a.decodeField(ext, name, m[name], at, d)
+		if len(d.list) != n {
+			a.bad[name] = true
+		}
+		if _, written := m[meant]; meant != "" && !written {
+			// The value meant for that field is not known: its checks
+			// would report the consequences of the typo, not a mistake.
+			a.bad[meant] = true
 		}
 	}
 	return a
+}
+
+// decodeField decodes one field of an annotation into a. For an unknown
+// field it returns the known one it is likely a typo of, if any.
+func (a *annotation) decodeField(ext, name string, v any, at locator, d *diags) (meant string) {
+	where := ext + "." + name
+	pos := at(name)
+	switch name {
+	case "key":
+		a.key = decodeKey(where, v, func(p ...string) Pos { return at(append([]string{"key"}, p...)...) }, d)
+	case "required":
+		a.required = decodeBool(where, v, pos, d)
+	case "scope":
+		if ext == extDefaults {
+			d.add(pos, "%s: a scope cannot be shared by every operation; set it on the operation", where)
+			return
+		}
+		if s, ok := decodeString(where, v, pos, d); ok {
+			if s == "" {
+				d.add(pos, "%s: must not be empty", where)
+				return
+			}
+			a.scope = &s
+		}
+	case "principal":
+		if s, ok := decodeString(where, v, pos, d); ok {
+			switch s {
+			case "auth":
+				p := PrincipalAuth
+				a.principal = &p
+			case "anonymous":
+				p := PrincipalAnonymous
+				a.principal = &p
+			default:
+				d.add(pos, "%s: %q is not a principal mode (want auth or anonymous)", where, s)
+			}
+		}
+	case "fingerprint":
+		a.fingerprint = decodeFingerprint(where, v, func(p ...string) Pos { return at(append([]string{"fingerprint"}, p...)...) }, d)
+	case "ttl", "lease":
+		if dur, ok := decodeDuration(where, v, pos, d); ok {
+			if dur <= 0 {
+				d.add(pos, "%s: must be positive, got %s", where, dur)
+				return
+			}
+			da := &durationAt{d: dur, pos: pos}
+			if name == "ttl" {
+				a.ttl = da
+			} else {
+				a.lease = da
+			}
+		}
+	case "wait":
+		if dur, ok := decodeDuration(where, v, pos, d); ok {
+			if dur < 0 {
+				d.add(pos, "%s: must not be negative, got %s", where, dur)
+				return
+			}
+			a.wait = &durationAt{d: dur, pos: pos}
+		}
+	case "replay-headers":
+		a.replaySet = true
+		list, ok := decodeStrings(where, v, pos, d)
+		if !ok {
+			return
+		}
+		for _, h := range list {
+			if !idemrt.IsToken(h) {
+				d.add(pos, "%s: %q is not a header name", where, h)
+				continue
+			}
+			c := textproto.CanonicalMIMEHeaderKey(h)
+			if neverReplayed[c] {
+				d.add(pos, "%s: %s is never replayed (CONTRACT §3)", where, c)
+				continue
+			}
+			a.replayHeaders = append(a.replayHeaders, c)
+		}
+	case "save":
+		a.save = decodeSave(where, v, pos, d)
+	case "max-response-bytes", "max-request-bytes":
+		n, ok := decodeSize(v)
+		if !ok {
+			d.add(pos, "%s: %s is not a size (want bytes as an integer, or e.g. 64KiB, 1MiB)", where, describe(v))
+			return
+		}
+		if name == "max-response-bytes" {
+			a.maxResponse = &n
+		} else {
+			a.maxRequest = &n
+		}
+	case "transactional":
+		a.transactional = decodeBool(where, v, pos, d)
+	default:
+		msg := fmt.Sprintf("%s: unknown field %q", ext, name)
+		meant = suggest(name, annotationFields)
+		if meant != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", meant)
+		}
+		d.add(pos, "%s", msg)
+	}
+	return meant
 }
 
 func decodeKey(where string, v any, at locator, d *diags) *keySpec {
@@ -226,6 +275,7 @@ func decodeKey(where string, v any, at locator, d *diags) *keySpec {
 			} else {
 				k.source, k.name = KeyQuery, s
 			}
+			k.namePos = pos
 		case "fields":
 			sources = append(sources, name)
 			list, ok := decodeStrings(w, val, pos, d)
@@ -306,6 +356,7 @@ func decodeFingerprint(where string, v any, at locator, d *diags) *fingerprintSp
 			} else {
 				f.exclude = list
 			}
+			f.pos = pos
 		default:
 			d.add(pos, "%s: unknown field %q (want include or exclude)", where, name)
 			bad = true

@@ -79,6 +79,11 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("%w: unknown dialect %q (want postgres, sqlite or mysql)", ErrConfig, c.Dialect))
 		}
 	}
+	if c.AnnotateMutating != nil {
+		if err := CheckAnnotation(c.AnnotateMutating); err != nil {
+			errs = append(errs, fmt.Errorf("%w: AnnotateMutating: %w", ErrConfig, err))
+		}
+	}
 	if c.Table != "" {
 		if err := templates.ValidateTable(c.Table); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))

@@ -195,6 +195,9 @@ func TestConfigErrors(t *testing.T) {
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "select"},
 		{Spec: "x", Package: "api", Dialect: "postgres", Table: "1keys"},
 		{Package: "api", SkipStore: true},
+		// Checked before the spec (x, which does not exist) is read.
+		{Spec: "x", Package: "api", SkipStore: true, AnnotateMutating: map[string]any{"tll": "1h"}},
+		{Spec: "x", Package: "api", SkipStore: true, AnnotateMutating: map[string]any{"scope": "all"}},
 	}
 	for _, c := range cases {
 		if _, err := Generate(context.Background(), c); !errors.Is(err, ErrConfig) {
@@ -463,7 +466,7 @@ func TestServerEnumBasePaths(t *testing.T) {
 }
 
 func TestEmitValues(t *testing.T) {
-	spec := strings.Replace(minimal, "{ttl: 2h}", `{ttl: 36h, lease: 1500ms, wait: 1m, max-request-bytes: 1000, max-response-bytes: 2MiB, transactional: true, save: ["1xx", 3xx, "425"]}`, 1)
+	spec := strings.Replace(minimal, "{ttl: 2h}", `{ttl: 36h, lease: 1500ms, wait: 1s, max-request-bytes: 1000, max-response-bytes: 2MiB, transactional: true, save: ["1xx", 3xx, "425"]}`, 1)
 	res, err := gen(t, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +475,7 @@ func TestEmitValues(t *testing.T) {
 	for _, want := range []string{
 		"TTL: 36 * time.Hour,",
 		"Lease: 1500 * time.Millisecond,",
-		"Wait: time.Minute,",
+		"Wait: time.Second,",
 		"MaxRequestBytes: 1000,",
 		"MaxResponseBytes: 2 << 20,",
 		"Transactional: true,",

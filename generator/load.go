@@ -34,6 +34,9 @@ type builder struct {
 	// unannotated are the mutating operations under paths without any
 	// x-idempotent (not even false), for Lint.
 	unannotated []Diagnostic
+	// advice are Lint's warnings about the spec that generation does not
+	// depend on (a key parameter the operation does not declare).
+	advice diags
 }
 
 func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, error) {
@@ -189,11 +192,13 @@ func (b *builder) run() {
 		}
 	}
 	byName := map[string]*Operation{}
+	annotated := map[*opRef]bool{}
 	for _, r := range refs {
 		op := b.operation(r)
 		if op == nil {
 			continue
 		}
+		annotated[r] = true
 		if prev, dup := byName[op.GoName]; dup {
 			b.d.add(op.Pos, "operation %s: its Go name %s is already taken by %s (set a distinct operationId)", describeOp(op), op.GoName, describeOp(prev))
 			continue
@@ -201,6 +206,7 @@ func (b *builder) run() {
 		byName[op.GoName] = op
 		b.ops = append(b.ops, op)
 	}
+	b.checkSharedIDs(refs, annotated)
 	b.checkRoutes()
 }
 
@@ -305,7 +311,7 @@ func (b *builder) operation(r *opRef) *Operation {
 	base := b.fieldPos(r.op.Origin, extOp)
 	if !ok && r.kind == InPaths && mutating(r.method) {
 		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.keyPos(r.op.Origin), Msg: fmt.Sprintf(
-			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature", describeRef(r)+opIDSuffix(r.op.OperationID))})
+			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
 	}
 	if !ok {
 		if b.cfg.AnnotateMutating == nil || r.kind != InPaths || !mutating(r.method) {
@@ -320,7 +326,6 @@ func (b *builder) operation(r *opRef) *Operation {
 	if !ok {
 		at = func(...string) Pos { return base }
 	}
-	n := len(b.d.list)
 	a := decodeAnnotation(extOp, raw, at, &b.d)
 	if a == nil {
 		return nil
@@ -357,16 +362,15 @@ func (b *builder) operation(r *opRef) *Operation {
 	}
 
 	// Defaults first, then the operation's own fields.
-	var ttlPos, leasePos Pos
+	m := &merged{base: base, layers: []*annotation{b.defaults, a}, written: ok}
 	var anonAt Pos
 	var anonFrom string
-	var key *keySpec
-	for _, layer := range []*annotation{b.defaults, a} {
+	for _, layer := range m.layers {
 		if layer == nil {
 			continue
 		}
 		if k := layer.key; k != nil {
-			key = k
+			m.key = k
 			o.Key, o.KeyName, o.KeyFields = k.source, k.name, k.fields
 		}
 		if layer.required != nil {
@@ -389,16 +393,17 @@ func (b *builder) operation(r *opRef) *Operation {
 			}
 		}
 		if f := layer.fingerprint; f != nil {
+			m.fingerprint = f
 			o.FingerprintIn, o.FingerprintEx = f.include, f.exclude
 		}
 		if layer.ttl != nil {
-			o.TTL, ttlPos = layer.ttl.d, layer.ttl.pos
+			o.TTL = layer.ttl.d
 		}
 		if layer.lease != nil {
-			o.Lease, leasePos = layer.lease.d, layer.lease.pos
+			o.Lease = layer.lease.d
 		}
 		if layer.wait != nil {
-			o.Wait = *layer.wait
+			o.Wait = layer.wait.d
 		}
 		if layer.replaySet {
 			o.ReplayHeaders = layer.replayHeaders
@@ -416,20 +421,9 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Transactional = *layer.transactional
 		}
 	}
-	if key != nil && key.source == KeyFields {
-		if key == b.defaultsKey() {
-			// The place to report is the operation, which lacks the
-			// default's fields.
-			key = &keySpec{source: KeyFields, fields: key.fields, fieldsPos: base}
-		}
-		b.checkFields(r, o, key)
-	}
+	b.checkPolicy(r, o, m)
 	if o.Scope == o.ID {
 		o.Scope = ""
-	}
-	if o.TTL < o.Lease {
-		p := cmpPos(ttlPos, leasePos, base)
-		b.d.add(p, "%s: ttl (%s) is shorter than lease (%s); a record must outlive its claim", extOp, o.TTL, o.Lease)
 	}
 	if o.Principal == 0 {
 		o.Principal = PrincipalAnonymous
@@ -447,27 +441,10 @@ func (b *builder) operation(r *opRef) *Operation {
 	if r.kind == InPaths {
 		o.BasePaths = b.basePaths(r)
 	}
-	if len(b.d.list) != n {
-		return nil
-	}
+	// An operation with errors is returned too, so that its name and
+	// route are checked against the others in the same run (the model is
+	// not emitted when there are errors).
 	return o
-}
-
-func (b *builder) defaultsKey() *keySpec {
-	if b.defaults == nil {
-		return nil
-	}
-	return b.defaults.key
-}
-
-// cmpPos picks the first known of the positions.
-func cmpPos(ps ...Pos) Pos {
-	for _, p := range ps {
-		if p.Line != 0 {
-			return p
-		}
-	}
-	return ps[len(ps)-1]
 }
 
 func (b *builder) goName(r *opRef) string {
@@ -495,27 +472,6 @@ func (b *builder) goName(r *opRef) string {
 	}
 	// createSubscription's callback onData, POST: CreateSubscriptionOnDataPost
 	return goName(parent + " " + r.callback + " " + strings.ToLower(r.method))
-}
-
-// checkFields reports key.fields paths the JSON request body lacks.
-func (b *builder) checkFields(r *opRef, o *Operation, k *keySpec) {
-	schemas := jsonBodySchemas(r.op)
-	if len(schemas) == 0 {
-		b.d.add(k.fieldsPos, "%s.key.fields: operation %s has no JSON request body to take the fields from", extOp, describeRef(r))
-		return
-	}
-	for _, f := range k.fields {
-		found := false
-		for _, s := range schemas {
-			if hasFieldPath(s, f) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			b.d.add(k.fieldsPos, "%s.key.fields: %q is not a property of the request body of %s", extOp, f, describeRef(r))
-		}
-	}
 }
 
 // secured reports whether the operation's effective security asks for

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +180,79 @@ func typeCheck(t *testing.T, dirs []string) {
 		for _, e := range p.Errors {
 			t.Errorf("%s: %v", p.PkgPath, e)
 		}
+	}
+}
+
+// TestRealSpecsOneRun writes several mistakes at once into specs of the
+// corpus and checks that one run reports every one of them, and nothing
+// that follows from another (before, petstore needed two runs and
+// tictactoe three to show them all).
+func TestRealSpecsOneRun(t *testing.T) {
+	dir := testutil.SpecsDir(t)
+	cases := []struct {
+		spec    string
+		inserts map[string]string // operationId line -> annotation to add after it
+		want    []string          // messages, in position order
+	}{{
+		spec: "oai-petstore-3.0.yaml",
+		inserts: map[string]string{
+			"operationId: createPets": "x-idempotent: {ttl: 1 day, key: {fields: [nme]}, fingerprint: {include: [/tagg]}, wait: 2m}",
+			"operationId: listPets":   "x-idempotent: true",
+		},
+		want: []string{
+			`x-idempotent on GET /pets: GET is safe by definition (RFC 9110 §9.2.1): clients, caches and crawlers repeat it without a key, and every such request would get 400; remove the annotation`,
+			`x-idempotent.ttl: "1 day" is not a duration (want e.g. 24h)`,
+			`x-idempotent.key.fields: "nme" is not a property of the request body of POST /pets`,
+			`x-idempotent.fingerprint.include: "/tagg" is not a property of the request body of POST /pets (a pointer that selects nothing compares nothing)`,
+			`x-idempotent: wait (2m0s) is longer than lease (1m0s); a duplicate still waiting when the lease ends takes the claim over and runs the handler again, even while the first attempt is live (wait at most the lease, and make the lease cover the handler's longest run)`,
+		},
+	}, {
+		spec: "oai-tictactoe-3.1.yaml",
+		inserts: map[string]string{
+			"operationId: get-board":             "x-idempotent: {required: false}",
+			"operationId: put-square":            "x-idempotent: {lease: 1 min, ttl: 30s, key: {fields: [mark]}, fingerprint: {exclude: [/row]}}",
+			"operationId: markOperationCallback": "x-idempotent: {tll: 1m, lease: 2h, fingerprint: {include: [/board/0/2, /status]}}",
+			"operationId: markOperationWebhook":  "x-idempotent: {key: {query: id}, save: [2xx, 600]}",
+		},
+		want: []string{
+			`x-idempotent on GET /board: GET is safe by definition (RFC 9110 §9.2.1): a repeat that sends a key would be answered with a saved response instead of the current state; remove the annotation`,
+			`x-idempotent.lease: "1 min" is not a duration (want e.g. 24h)`,
+			`x-idempotent.key.fields: "mark" is not a property of the request body of PUT /board/{row}/{column}`,
+			`x-idempotent.fingerprint.exclude: "/row" is not a property of the request body of PUT /board/{row}/{column} (a pointer that selects nothing leaves nothing out)`,
+			`x-idempotent: unknown field "tll" (did you mean "ttl"?)`,
+			`x-idempotent.fingerprint.include: "/status" is not a property of the request body of callback statusCallback POST {$request.header.progressUrl} (a pointer that selects nothing compares nothing)`,
+			`x-idempotent.save: the number 600 is not a status class (2xx) or code (100-599)`,
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.spec, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, c.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			for line, ann := range c.inserts {
+				// The last: tictactoe names put-square in a link first.
+				i := strings.LastIndex(text, line+"\n")
+				if i < 0 {
+					t.Fatalf("%s has no line %q", c.spec, line)
+				}
+				start := strings.LastIndexByte(text[:i], '\n') + 1
+				end := i + len(line) + 1
+				text = text[:end] + text[start:i] + ann + "\n" + text[end:]
+			}
+			_, err = Generate(context.Background(), Config{Spec: c.spec, SpecData: []byte(text), Package: "spec", SkipStore: true})
+			var ds Diagnostics
+			if !errors.As(err, &ds) {
+				t.Fatalf("got %v, want diagnostics", err)
+			}
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.Msg)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("one run reported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
 	}
 }

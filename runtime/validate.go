@@ -22,6 +22,10 @@ func ValidatePointer(p string) error {
 	return err
 }
 
+// PointerTokens splits an RFC 6901 JSON Pointer into its unescaped
+// reference tokens, the steps the fingerprint follows into a body.
+func PointerTokens(p string) ([]string, error) { return parsePointer(p) }
+
 // IsToken reports whether s is an HTTP token (RFC 9110 §5.6.2), the syntax
 // of header names and methods.
 func IsToken(s string) bool { return isToken(s) }

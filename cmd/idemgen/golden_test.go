@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +20,9 @@ import (
 // a user would), and the expected idemgen_* files, which form a package
 // that `go test ./...` compiles and exercises with its behaviour_test.go.
 // Negative cases are txtar files in golden/errors (the input spec,
-// optional args, and the expected stderr.txt). `go test ./cmd/idemgen
+// optional args, and the expected stderr.txt; or, when args starts with
+// lint, the expected stdout.txt of idemgen lint; an optional exit file
+// holds the exit status when it is not 1). `go test ./cmd/idemgen
 // -update` rewrites both kinds.
 
 func goldenDir() string { return filepath.Join(testutil.RepoRoot(), "golden") }
@@ -101,13 +104,18 @@ func TestGoldenErrors(t *testing.T) {
 			tmp := t.TempDir()
 			var args []string
 			spec := ""
-			want, wantIdx := "", -1
+			wantCode := 1
+			outputs := map[string]int{} // stderr.txt, stdout.txt -> index
 			for i, f := range ar.Files {
 				switch {
 				case f.Name == "args":
 					args = caseArgs(t, f.Data)
-				case f.Name == "stderr.txt":
-					want, wantIdx = string(f.Data), i
+				case f.Name == "exit":
+					if wantCode, err = strconv.Atoi(strings.TrimSpace(string(f.Data))); err != nil {
+						t.Fatal(err)
+					}
+				case f.Name == "stderr.txt" || f.Name == "stdout.txt":
+					outputs[f.Name] = i
 				default:
 					if strings.HasPrefix(f.Name, "openapi.") {
 						spec = f.Name
@@ -123,29 +131,45 @@ func TestGoldenErrors(t *testing.T) {
 			if args == nil {
 				args = []string{"-package", "api", "-store=false"}
 			}
+			cmd := append([]string{"generate", "-spec", spec, "-out", "out"}, args...)
+			if len(args) > 0 && args[0] == "lint" {
+				cmd = append([]string{"lint", "-spec", spec}, args[1:]...)
+			}
 			t.Chdir(tmp)
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"generate", "-spec", spec, "-out", "out"}, args...), nil, &stdout, &stderr)
-			if code != 1 {
-				t.Errorf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+			code := run(context.Background(), cmd, nil, &stdout, &stderr)
+			if code != wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, wantCode, stderr.String())
 			}
 			if _, err := os.Stat("out"); err == nil {
 				t.Errorf("a failed generation wrote the output folder")
 			}
-			got := stderr.String()
+			got := map[string]string{"stdout.txt": stdout.String(), "stderr.txt": stderr.String()}
 			if *testutil.Update {
-				if wantIdx < 0 {
-					ar.Files = append(ar.Files, txtar.File{Name: "stderr.txt"})
-					wantIdx = len(ar.Files) - 1
+				for _, name := range []string{"stdout.txt", "stderr.txt"} {
+					i, ok := outputs[name]
+					if !ok && got[name] == "" {
+						continue
+					}
+					if !ok {
+						ar.Files = append(ar.Files, txtar.File{Name: name})
+						i = len(ar.Files) - 1
+					}
+					ar.Files[i].Data = []byte(got[name])
 				}
-				ar.Files[wantIdx].Data = []byte(got)
 				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if got != want {
-				t.Errorf("stderr differs (run with -update to rewrite)\n--- got\n%s--- want\n%s", got, want)
+			for _, name := range []string{"stdout.txt", "stderr.txt"} {
+				want := ""
+				if i, ok := outputs[name]; ok {
+					want = string(ar.Files[i].Data)
+				}
+				if got[name] != want {
+					t.Errorf("%s differs (run with -update to rewrite)\n--- got\n%s--- want\n%s", name, got[name], want)
+				}
 			}
 		})
 	}

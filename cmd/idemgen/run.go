@@ -46,7 +46,9 @@ missing and extra files are listed and the exit code is 1.
 
 lint lists the POST, PUT, PATCH and DELETE operations that carry no
 x-idempotent (x-idempotent: false marks one as deliberately unprotected),
-and every problem generate would report.
+with the annotation to write when one already declares an idempotency key;
+warns about key parameters an annotation names that the operation does not
+declare; and reports every problem generate would report.
 
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
@@ -158,6 +160,14 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			cfg.AnnotateMutating = map[string]any{}
 		} else if err := json.Unmarshal([]byte(g.annotate), &cfg.AnnotateMutating); err != nil || cfg.AnnotateMutating == nil {
 			fmt.Fprintf(stderr, "idemgen generate: -annotate-mutating: want true or a JSON object, got %q\n", g.annotate)
+			return exitUsage
+		}
+		// Checked before the spec is loaded: a mistake in the flag is one
+		// usage error, not one spec-located error per operation.
+		if err := generator.CheckAnnotation(cfg.AnnotateMutating); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(stderr, "idemgen generate: -annotate-mutating: %s\n", line)
+			}
 			return exitUsage
 		}
 	}

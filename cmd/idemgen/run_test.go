@@ -173,8 +173,13 @@ func TestAnnotateMutating(t *testing.T) {
 	if code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-annotate-mutating", "[1]"); code != 2 || !strings.Contains(errs, "-annotate-mutating") {
 		t.Errorf("bad overlay: exit %d, stderr %q", code, errs)
 	}
-	if code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-annotate-mutating", `{"tll":"1h"}`); code != 1 || !strings.Contains(errs, `unknown field "tll"`) {
-		t.Errorf("overlay with a bad field: exit %d, stderr %q", code, errs)
+	// A bad field in the flag is a usage error, reported once, not at every
+	// operation it would annotate.
+	code, _, errs = runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-annotate-mutating", `{"tll":"1h","scope":"all"}`)
+	want := "idemgen generate: -annotate-mutating: x-idempotent.scope: a scope cannot be shared by every operation; set it on the operation\n" +
+		"idemgen generate: -annotate-mutating: x-idempotent: unknown field \"tll\" (did you mean \"ttl\"?)\n"
+	if code != 2 || errs != want {
+		t.Errorf("overlay with bad fields: exit %d, stderr:\n%s\nwant:\n%s", code, errs, want)
 	}
 }
 
