@@ -46,7 +46,7 @@ func TestConfigBasePathsOverride(t *testing.T) {
 			t.Errorf("BasePaths %q: policy base paths %q, want %q", c.bases, got, c.want)
 		}
 		src := string(res.Files[PoliciesFile])
-		if c.want == nil && strings.Contains(src, "BasePaths") {
+		if c.want == nil && strings.Contains(src, "BasePaths:") {
 			t.Errorf("BasePaths %q: the root is emitted:\n%s", c.bases, src)
 		}
 	}

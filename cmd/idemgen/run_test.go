@@ -237,7 +237,7 @@ func TestBasePathFlag(t *testing.T) {
 			t.Fatalf("%q: exit %d: %s", c.args, code, errs)
 		}
 		src, _ := os.ReadFile(filepath.Join(out, "idemgen_policies.go"))
-		if c.want == "" && bytes.Contains(src, []byte("BasePaths")) || c.want != "" && !bytes.Contains(src, []byte(c.want)) {
+		if c.want == "" && bytes.Contains(src, []byte("BasePaths:")) || c.want != "" && !bytes.Contains(src, []byte(c.want)) {
 			t.Errorf("%q: want %q in:\n%s", c.args, c.want, src)
 		}
 	}

@@ -74,3 +74,48 @@ func TestOptionsBasePathsMoveThem(t *testing.T) {
 	behave.Want(t, "retry", behave.Do(t, h, "POST", "/api/orders", alice, `{}`), http.StatusCreated, true)
 	behave.Want(t, "the root is no longer protected", behave.Do(t, h, "POST", "/orders", nil, `{}`), http.StatusCreated, false)
 }
+
+// The generated CheckCoverage proves the wiring: nil for the router at the
+// root, and every routed operation (not the callback) reported when the
+// router is mounted under /v1 instead, as oapi-codegen's BaseURL or ogen's
+// WithPathPrefix would mount it. No probe runs a handler.
+func TestCheckCoverage(t *testing.T) {
+	mw, err := Middleware(idemrt.Options{Store: idemrt.NewMemoryStore(), Principal: bearer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, c := rootRouter()
+	if err := CheckCoverage(mw(mux), idemrt.CoverageOptions{}); err != nil {
+		t.Errorf("router at the root: %v", err)
+	}
+
+	under := http.NewServeMux()
+	under.Handle("/v1/", http.StripPrefix("/v1", mux))
+	err = CheckCoverage(mw(under), idemrt.CoverageOptions{})
+	var ces []*idemrt.CoverageError
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *idemrt.CoverageError
+		if errors.As(e, &ce) {
+			ces = append(ces, ce)
+		}
+	}
+	got := map[string]string{}
+	for _, ce := range ces {
+		got[ce.OperationID] = ce.Method + " " + ce.Path
+		if ce.Status != http.StatusNotFound || !strings.Contains(ce.Hint, "-base-path") {
+			t.Errorf("%v", ce)
+		}
+	}
+	want := map[string]string{"addNote": "POST /orders/1/notes", "createOrder": "POST /orders", "refundOrder": "POST /orders/1/refunds"}
+	if len(got) != len(want) || len(ces) != len(want) {
+		t.Fatalf("reported %v, want %v", got, want)
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s reported at %q, want %q", id, got[id], w)
+		}
+	}
+	if n := c.N.Load(); n != 0 {
+		t.Errorf("the probes ran handlers %d times", n)
+	}
+}
