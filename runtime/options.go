@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Options configures the middleware.
@@ -43,7 +44,21 @@ type Options struct {
 	// not "/v1/charges") or ogen without WithPathPrefix. Each must start
 	// with "/". CheckCoverage proves the result against your router.
 	BasePaths []string
+	// StoreTimeout bounds every store call (claim, completion, release,
+	// beginning, completing and committing a transaction) with a context
+	// deadline, so that a store that stops answering gets 503
+	// store-unavailable, Retry-After, and no handler run, instead of
+	// holding every request. Zero means DefaultStoreTimeout, or half the
+	// operation's lease when that is shorter; negative means no bound (the
+	// request's context only). A positive value must be shorter than every
+	// policy's lease: a claim answered after its lease ended could run the
+	// handler beside another attempt that took the key over.
+	StoreTimeout time.Duration
 }
+
+// DefaultStoreTimeout is the bound of one store call when
+// Options.StoreTimeout is zero.
+const DefaultStoreTimeout = 5 * time.Second
 
 // Event describes one notable event of one request.
 type Event struct {
@@ -116,7 +131,7 @@ func NewMiddleware(opts Options, policies ...*Policy) (func(http.Handler) http.H
 	byMethod := map[string][]*matcher{}
 	seen := map[string]string{}
 	for _, p := range policies {
-		op, err := e.compile(withBasePaths(p, opts.BasePaths))
+		op, err := e.compileBounded(p, opts.BasePaths)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -159,7 +174,7 @@ func Wrap(opts Options, p *Policy, h http.Handler) (http.Handler, error) {
 	if h == nil {
 		return nil, errors.New("idempotency: Wrap: nil handler")
 	}
-	op, err := e.compile(withBasePaths(p, opts.BasePaths))
+	op, err := e.compileBounded(p, opts.BasePaths)
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +248,22 @@ func newEngine(opts Options) (*engine, error) {
 	if err := checkBasePaths("Options.BasePaths", opts.BasePaths); err != nil {
 		return nil, err
 	}
-	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger}
+	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, storeTimeout: opts.StoreTimeout}
 	e.txStore, _ = opts.Store.(TxStore)
 	return e, nil
+}
+
+// compileBounded compiles p under the base paths override and checks that
+// the store bound is shorter than its lease.
+func (e *engine) compileBounded(p *Policy, basePaths []string) (*operation, error) {
+	op, err := e.compile(withBasePaths(p, basePaths))
+	if err != nil {
+		return nil, err
+	}
+	if e.storeTimeout > 0 && e.storeTimeout >= op.lease {
+		return nil, fmt.Errorf("idempotency: operation %s: Options.StoreTimeout %v is not shorter than the lease %v: a claim answered after its lease ended could run beside another attempt; shorten StoreTimeout or lengthen the lease", op.name, e.storeTimeout, op.lease)
+	}
+	return op, nil
 }
 
 // withBasePaths returns p with its BasePaths replaced by override when
