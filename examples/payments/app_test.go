@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // In-process tests of the service wiring; the end-to-end tests in
@@ -20,7 +21,10 @@ func newTestApp(t *testing.T) (*httptest.Server, *backend, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	cfg := config{dbPath: filepath.Join(t.TempDir(), "p.db")}
+	cfg, err := parseFlags([]string{"-db", filepath.Join(t.TempDir(), "p.db")}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	be, err := openBackend(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -61,13 +65,17 @@ func TestWebhookRedeliveryAfterKeyExpiryIsStillOnce(t *testing.T) {
 	ev := `{"id":"evt_late","type":"charge.refunded"}`
 	deliver := func() {
 		t.Helper()
-		res, err := http.Post(srv.URL+"/webhooks/payment-events", "application/json", strings.NewReader(ev))
+		req, _ := http.NewRequest("POST", srv.URL+webhookPath, strings.NewReader(ev))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(signatureHeader, signHeader([]byte(demoWebhookSecret), time.Now(), []byte(ev)))
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 {
-			t.Fatalf("delivery: %d", res.StatusCode)
+			t.Fatalf("delivery: %d %s", res.StatusCode, b)
 		}
 	}
 	deliver()
