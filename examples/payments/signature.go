@@ -51,7 +51,7 @@ func verifySignature(secret []byte, header string, body []byte, now time.Time, t
 		case "t":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || t != -1 || n < 0 {
-				return errors.New("the " + signatureHeader + " header needs one t=<unix seconds>")
+				return errors.New("the " + signatureHeader + " header needs one t=UNIX-SECONDS")
 			}
 			t = n
 		case "v1":
@@ -61,7 +61,7 @@ func verifySignature(secret []byte, header string, body []byte, now time.Time, t
 		}
 	}
 	if t == -1 || len(macs) == 0 {
-		return errors.New("missing or malformed " + signatureHeader + " header (want t=<unix seconds>,v1=<hex HMAC-SHA256>)")
+		return errors.New("missing or malformed " + signatureHeader + " header (want t=UNIX-SECONDS,v1=HEX-HMAC-SHA256)")
 	}
 	if d := now.Sub(time.Unix(t, 0)); d > tolerance || d < -tolerance {
 		return errors.New("the signature's timestamp is more than " + tolerance.String() + " from now")
