@@ -32,7 +32,7 @@ func (s *server) routes() *http.ServeMux {
 	mux.HandleFunc("PUT /v1/orders/{id}", s.putOrder)
 	mux.HandleFunc("DELETE /v1/orders/{id}", s.deleteOrder)
 	mux.HandleFunc("POST "+webhookPath, s.receiveEvent)
-	mux.HandleFunc("GET /webhooks/payment-events", s.listEvents)
+	mux.HandleFunc("GET "+webhookPath, s.listEvents)
 	return mux
 }
 
