@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // In-process tests of the service wiring; the end-to-end tests in
@@ -20,7 +21,10 @@ func newTestApp(t *testing.T) (*httptest.Server, *backend, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	cfg := config{dbPath: filepath.Join(t.TempDir(), "p.db")}
+	cfg, err := parseFlags([]string{"-db", filepath.Join(t.TempDir(), "p.db")}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	be, err := openBackend(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -61,13 +65,17 @@ func TestWebhookRedeliveryAfterKeyExpiryIsStillOnce(t *testing.T) {
 	ev := `{"id":"evt_late","type":"charge.refunded"}`
 	deliver := func() {
 		t.Helper()
-		res, err := http.Post(srv.URL+"/webhooks/payment-events", "application/json", strings.NewReader(ev))
+		req, _ := http.NewRequest("POST", srv.URL+webhookPath, strings.NewReader(ev))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(signatureHeader, signHeader([]byte(demoWebhookSecret), time.Now(), []byte(ev)))
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 {
-			t.Fatalf("delivery: %d", res.StatusCode)
+			t.Fatalf("delivery: %d %s", res.StatusCode, b)
 		}
 	}
 	deliver()
@@ -145,8 +153,36 @@ func TestRunFlags(t *testing.T) {
 		t.Errorf("stray argument: exit %d, want 2", code)
 	}
 	out.Reset()
+	if code := run(context.Background(), []string{"-max-conns", "0"}, getenv, &out, &out); code != 2 {
+		t.Errorf("-max-conns 0: exit %d, want 2", code)
+	}
+	out.Reset()
+	if code := run(context.Background(), nil, env(map[string]string{"PAYMENTS_READ_TIMEOUT": "soon"}), &out, &out); code != 2 || !strings.Contains(out.String(), "$PAYMENTS_READ_TIMEOUT") {
+		t.Errorf("PAYMENTS_READ_TIMEOUT=soon: exit %d, output %q (want 2, naming the variable)", code, out.String())
+	}
+	out.Reset()
 	code := run(context.Background(), []string{"-dsn", "oracle://scott:tiger@db/x"}, getenv, &out, &out)
 	if code != 1 || !strings.Contains(out.String(), "want postgres://") || strings.Contains(out.String(), "tiger") {
 		t.Errorf("unknown DSN scheme: exit %d, output %q (want 1, a hint, no password)", code, out.String())
+	}
+}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// The environment sets any flag as PAYMENTS_<NAME>, and the command line
+// wins over it; the webhook secret comes from the environment only.
+func TestFlagsFromEnvironment(t *testing.T) {
+	cfg, err := parseFlags([]string{"-read-timeout", "3s"}, env(map[string]string{
+		"PAYMENTS_MAX_CONNS": "7", "PAYMENTS_READ_TIMEOUT": "1s", "PAYMENTS_WEBHOOK_SECRET": "whsec_x",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.maxConns != 7 || cfg.readTimeout != 3*time.Second || cfg.webhookSecret != "whsec_x" {
+		t.Errorf("max-conns %d, read-timeout %v, secret %q; want 7 (env), 3s (flag over env), whsec_x",
+			cfg.maxConns, cfg.readTimeout, cfg.webhookSecret)
+	}
+	if cfg, _ := parseFlags(nil, env(nil), io.Discard); cfg.webhookSecret != demoWebhookSecret || cfg.maxConns != 20 {
+		t.Errorf("defaults: secret %q, max-conns %d", cfg.webhookSecret, cfg.maxConns)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,13 +42,13 @@ type backend struct {
 func openBackend(ctx context.Context, cfg config, log *slog.Logger) (*backend, error) {
 	switch dsn := cfg.dsn; {
 	case dsn == "":
-		return openSQLite(ctx, cfg.dbPath)
+		return openSQLite(ctx, cfg.dbPath, cfg)
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return openPostgres(ctx, dsn)
+		return openPostgres(ctx, dsn, cfg)
 	case strings.HasPrefix(dsn, "mysql://"):
-		return openMySQL(ctx, strings.TrimPrefix(dsn, "mysql://"))
+		return openMySQL(ctx, strings.TrimPrefix(dsn, "mysql://"), cfg)
 	case strings.HasPrefix(dsn, "sqlite:"):
-		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"), cfg)
 	default:
 		return nil, fmt.Errorf("-dsn %q: want postgres://..., mysql://user@tcp(host:port)/db or sqlite:FILE", redact(dsn))
 	}
@@ -71,7 +72,15 @@ func (b *backend) sweep(ctx context.Context, every time.Duration, log *slog.Logg
 	}
 }
 
-func openSQLite(ctx context.Context, path string) (*backend, error) {
+// bound caps a database/sql pool as cfg says. Without it a burst of
+// requests opens a connection each, past the server's max_connections.
+func bound(db *sql.DB, cfg config) {
+	db.SetMaxOpenConns(cfg.maxConns)
+	db.SetMaxIdleConns(cfg.maxIdleConns)
+	db.SetConnMaxLifetime(cfg.connMaxLifetime)
+}
+
+func openSQLite(ctx context.Context, path string, cfg config) (*backend, error) {
 	// WAL, a busy timeout, and write transactions that take the lock at
 	// BEGIN: what the generated SQLite store asks for.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
@@ -79,6 +88,7 @@ func openSQLite(ctx context.Context, path string) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	bound(db, cfg)
 	be, err := func() (*backend, error) {
 		if err := idemsqlite.ApplySchema(ctx, db); err != nil {
 			return nil, err
@@ -103,8 +113,13 @@ func openSQLite(ctx context.Context, path string) (*backend, error) {
 	return be, nil
 }
 
-func openPostgres(ctx context.Context, dsn string) (*backend, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+func openPostgres(ctx context.Context, dsn string, cfg config) (*backend, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres %s: %w", redact(dsn), err)
+	}
+	pc.MaxConns, pc.MaxConnLifetime = int32(min(cfg.maxConns, math.MaxInt32)), cfg.connMaxLifetime
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres %s: %w", redact(dsn), err)
 	}
@@ -136,7 +151,7 @@ func openPostgres(ctx context.Context, dsn string) (*backend, error) {
 	return be, nil
 }
 
-func openMySQL(ctx context.Context, dsn string) (*backend, error) {
+func openMySQL(ctx context.Context, dsn string, cfg config) (*backend, error) {
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("mysql DSN: %w", err)
@@ -146,6 +161,7 @@ func openMySQL(ctx context.Context, dsn string) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	bound(db, cfg)
 	be, err := func() (*backend, error) {
 		if err := idemmysql.ApplySchema(ctx, db); err != nil {
 			return nil, err
@@ -174,9 +190,11 @@ func execSQL(db *sql.DB) func(context.Context, string) error {
 	return func(ctx context.Context, q string) error { _, err := db.ExecContext(ctx, q); return err }
 }
 
-// newServer puts the handlers behind the generated idempotency middleware.
-// The principal of the /v1 operations is the bearer token (the merchant);
-// the webhook is anonymous (its keys are the provider's event ids).
+// newServer puts the handlers behind the generated idempotency middleware,
+// and that behind the checks of who is calling. The principal of the /v1
+// operations is the bearer token (the merchant); the webhook is anonymous
+// (its keys are the provider's event ids), and only deliveries the provider
+// signed reach the idempotency middleware.
 func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) {
 	s := &server{data: be.data, chargeDelay: cfg.chargeDelay, log: log}
 	idem, err := be.middleware(idemrt.Options{
@@ -188,7 +206,11 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 	if err != nil {
 		return nil, err
 	}
-	return logRequests(log, requireBearer(idem(s.routes()))), nil
+	if cfg.webhookSecret == demoWebhookSecret {
+		log.Warn("the webhook secret is the demo default: set PAYMENTS_WEBHOOK_SECRET to the provider's")
+	}
+	secured := requireSignature([]byte(cfg.webhookSecret), cfg.webhookTolerance, idem(s.routes()))
+	return logRequests(log, requireBearer(secured)), nil
 }
 
 // logHooks logs, at info and warn, the idempotency events that the runtime's

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -86,7 +87,7 @@ var listenRE = regexp.MustCompile(`msg="payments listening" addr=(\S+)`)
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "PAYMENTS_DSN=")
+	cmd.Env = append(os.Environ(), "PAYMENTS_DSN=", "PAYMENTS_WEBHOOK_SECRET="+testWebhookSecret)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +236,34 @@ func expect(t *testing.T, what string, r response, status int) {
 	}
 }
 
+// testWebhookSecret is the secret the test servers share with the tests,
+// which sign webhook deliveries as the provider would.
+const testWebhookSecret = "whsec_e2e_test"
+
+// deliver posts a webhook event signed with the test secret at time at.
+func (p *proc) deliver(event string, at time.Time) response {
+	p.t.Helper()
+	return p.mustCall("POST", webhookPath, "", "", event, signatureHeader+": "+signHeader([]byte(testWebhookSecret), at, []byte(event)))
+}
+
+// events counts how often the webhook recorded the event id.
+func (p *proc) events(id string) int {
+	p.t.Helper()
+	r := p.mustCall("GET", webhookPath+"?limit=10000", "", "", "")
+	expect(p.t, "list events", r, 200)
+	var list struct{ Data []Event }
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		p.t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Data {
+		if e.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
 func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -341,6 +370,50 @@ func scenario(t *testing.T, args ...string) {
 		t.Logf("100 concurrent calls: %d got 201 (1 ran, the rest replayed), %d got 409 in progress", created, conflicts)
 	})
 
+	t.Run("200 concurrent new keys: 200 charges, none refused", func(t *testing.T) {
+		// Each request claims a key and opens a transaction: an unbounded
+		// pool opened a connection per request and MariaDB refused the
+		// ones past its max_connections (503).
+		acct := "acct_" + randHex(4)
+		const n = 200
+		var wg sync.WaitGroup
+		results := make([]response, n)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = p.call("POST", "/v1/charges", acct, fmt.Sprintf("new-%d", i), chargeBody)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ids := map[string]bool{}
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("call %d: %v", i, errs[i])
+			}
+			if r.status != 201 {
+				t.Errorf("call %d: status %d: %s", i, r.status, r.body)
+				continue
+			}
+			var c Charge
+			json.Unmarshal(r.body, &c)
+			ids[c.ID] = true
+		}
+		got := p.charges(acct)
+		if len(ids) != n || len(got) != n {
+			t.Fatalf("%d distinct charges answered and %d stored for %d new keys, want %d and %d", len(ids), len(got), n, n, n)
+		}
+		for _, c := range got {
+			if !ids[c.ID] {
+				t.Errorf("stored charge %s was not answered to any call", c.ID)
+			}
+		}
+	})
+
 	t.Run("same key with a different amount is 422", func(t *testing.T) {
 		acct, key := "acct_"+randHex(4), "key-"+randHex(8)
 		expect(t, "first", p.mustCall("POST", "/v1/charges", acct, key, chargeBody), 201)
@@ -371,26 +444,46 @@ func scenario(t *testing.T, args ...string) {
 		ev := `{"id":"` + id + `","type":"charge.succeeded","data":{"charge":"ch_x"}}`
 		var bodies [][]byte
 		for i := range 3 {
-			r := p.mustCall("POST", "/webhooks/payment-events", "", "", ev)
+			// The provider signs each delivery anew.
+			r := p.deliver(ev, time.Now().Add(time.Duration(-i)*time.Second))
 			expect(t, fmt.Sprintf("delivery %d", i+1), r, 200)
 			bodies = append(bodies, r.body)
 		}
 		if !bytes.Equal(bodies[0], bodies[1]) || !bytes.Equal(bodies[0], bodies[2]) {
 			t.Errorf("deliveries answered differently: %q", bodies)
 		}
-		r := p.mustCall("GET", "/webhooks/payment-events?limit=10000", "", "", "")
-		expect(t, "list events", r, 200)
-		var list struct{ Data []Event }
-		if err := json.Unmarshal(r.body, &list); err != nil {
-			t.Fatal(err)
+		if n := p.events(id); n != 1 {
+			t.Errorf("event %s recorded %d times, want 1", id, n)
 		}
-		n := 0
-		for _, e := range list.Data {
-			if e.ID == id {
-				n++
+	})
+
+	t.Run("webhook posts the provider did not sign claim nothing", func(t *testing.T) {
+		id := "evt_" + randHex(8)
+		ev := `{"id":"` + id + `","type":"charge.succeeded","data":{"charge":"ch_x"}}`
+		forged := `{"id":"` + id + `","type":"charge.refunded"}`
+		now := time.Now()
+		for _, c := range []struct{ what, body, sig string }{
+			{"unsigned", forged, ""},
+			{"signed with another secret", forged, signHeader([]byte("whsec_guess"), now, []byte(forged))},
+			{"the real signature on another body", forged, signHeader([]byte(testWebhookSecret), now, []byte(ev))},
+			{"an old signature replayed", ev, signHeader([]byte(testWebhookSecret), now.Add(-time.Hour), []byte(ev))},
+			{"malformed", forged, "t=,v1=zz"},
+		} {
+			r := p.mustCall("POST", webhookPath, "", "", c.body, signatureHeader+": "+c.sig)
+			expect(t, c.what, r, 401)
+			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+				t.Errorf("%s: Content-Type %q", c.what, ct)
 			}
 		}
-		if n != 1 {
+		if n := p.events(id); n != 0 {
+			t.Fatalf("event %s recorded %d times after refused posts, want 0", id, n)
+		}
+		r := p.deliver(ev, now)
+		expect(t, "the provider's delivery after the forgeries", r, 200)
+		if r.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("the provider's delivery was answered from a forged post's record: %s", r.body)
+		}
+		if n := p.events(id); n != 1 {
 			t.Errorf("event %s recorded %d times, want 1", id, n)
 		}
 	})
@@ -502,6 +595,52 @@ func scenario(t *testing.T, args ...string) {
 func TestEndToEndSQLite(t *testing.T) {
 	t.Parallel()
 	scenario(t, "-db", filepath.Join(t.TempDir(), "payments.db"))
+}
+
+// A client that sends its headers or body a byte at a time, or keeps an
+// idle connection, is disconnected by the server's timeouts (short ones
+// here) instead of holding the connection for as long as it trickles.
+func TestSlowClientsAreDisconnected(t *testing.T) {
+	t.Parallel()
+	p := start(t, "-db", filepath.Join(t.TempDir(), "payments.db"),
+		"-read-header-timeout", "500ms", "-read-timeout", "1s", "-idle-timeout", "1s")
+	addr := strings.TrimPrefix(p.base, "http://")
+	body := chargeBody + strings.Repeat(" ", 200) // 20s of trickling
+	for _, c := range []struct{ what, sent, trickled string }{
+		{"headers", "POST /v1/charges HTTP/1.1\r\nHost: x\r\n", "X-Slow: " + strings.Repeat("a", len(body))},
+		{"body", "POST /v1/charges HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer acct_slow\r\nIdempotency-Key: slow\r\n" +
+			"Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n", body},
+		{"idle after a request", "GET /webhooks/payment-events HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			closed := make(chan struct{})
+			go func() { io.Copy(io.Discard, conn); close(closed) }()
+			if _, err := io.WriteString(conn, c.sent); err != nil {
+				t.Fatal(err)
+			}
+			// One byte per 100ms, for 20s.
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; i < 200; i++ {
+				select {
+				case <-closed:
+					return
+				case <-tick.C:
+				}
+				if i < len(c.trickled) {
+					if _, err := io.WriteString(conn, c.trickled[i:i+1]); err != nil {
+						return // closed by the server
+					}
+				}
+			}
+			t.Fatalf("the connection was still open after 20s of trickling %s", c.what)
+		})
+	}
 }
 
 func TestEndToEndPostgres(t *testing.T) {

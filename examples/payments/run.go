@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -19,26 +21,74 @@ type config struct {
 	dsn         string
 	chargeDelay time.Duration
 	sweepEvery  time.Duration
+
+	// The database pool.
+	maxConns        int
+	maxIdleConns    int
+	connMaxLifetime time.Duration
+
+	// The HTTP server's timeouts.
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+
+	// The webhook's signature: the secret shared with the provider (from
+	// $PAYMENTS_WEBHOOK_SECRET only, never a flag that ps would show) and
+	// how old or new a signed timestamp may be.
+	webhookSecret    string
+	webhookTolerance time.Duration
 }
 
+// demoWebhookSecret signs the webhook when $PAYMENTS_WEBHOOK_SECRET is unset.
+const demoWebhookSecret = "whsec_demo"
+
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
+	c := config{webhookSecret: cmp.Or(getenv("PAYMENTS_WEBHOOK_SECRET"), demoWebhookSecret)}
 	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "localhost:8080", "address to serve on (port 0 picks a free port; the log says which)")
 	fs.StringVar(&c.dbPath, "db", "payments.db", "SQLite database file, used when no -dsn is given")
-	fs.StringVar(&c.dsn, "dsn", getenv("PAYMENTS_DSN"), "PostgreSQL (postgres://...) or MySQL (mysql://user@tcp(host:3306)/db) DSN; default $PAYMENTS_DSN, else SQLite")
+	fs.StringVar(&c.dsn, "dsn", "", "PostgreSQL (postgres://...) or MySQL (mysql://user@tcp(host:3306)/db) DSN; else SQLite")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
+	fs.IntVar(&c.maxConns, "max-conns", 20, "most database connections open at once; requests beyond wait for one")
+	fs.IntVar(&c.maxIdleConns, "max-idle-conns", 20, "most idle connections kept open (SQLite, MySQL)")
+	fs.DurationVar(&c.connMaxLifetime, "conn-max-lifetime", 30*time.Minute, "how long a database connection is reused before it is replaced")
+	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read a request's headers")
+	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request, headers and body")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 30*time.Second, "time allowed from the end of the request headers to the end of the response")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.webhookTolerance, "webhook-tolerance", 5*time.Minute, "how far a webhook signature's timestamp may be from now")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n"+
+			"Every flag can also be set as PAYMENTS_<NAME> in the environment (PAYMENTS_MAX_CONNS=40);\n"+
+			"the command line wins. The webhook secret is $PAYMENTS_WEBHOOK_SECRET (default %q).\n\nflags:\n", demoWebhookSecret)
 		fs.PrintDefaults()
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "PAYMENTS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("$%s: %v", env, e)
+			}
+		}
+	})
+	if err != nil {
+		return c, err
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case c.maxConns < 1 || c.maxIdleConns < 0:
+		return c, errors.New("-max-conns must be at least 1 and -max-idle-conns at least 0")
+	case min(c.connMaxLifetime, c.readHeaderTimeout, c.readTimeout, c.writeTimeout, c.idleTimeout, c.webhookTolerance) <= 0:
+		return c, errors.New("-conn-max-lifetime, the timeouts and -webhook-tolerance must be positive")
 	}
 	return c, nil
 }
@@ -88,7 +138,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: cfg.readHeaderTimeout,
+		ReadTimeout:       cfg.readTimeout,
+		WriteTimeout:      cfg.writeTimeout,
+		IdleTimeout:       cfg.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("payments listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "dialect", be.dialect, "db", be.where)

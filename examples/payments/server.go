@@ -31,8 +31,8 @@ func (s *server) routes() *http.ServeMux {
 	mux.HandleFunc("PUT /v1/customers/{id}", s.putCustomer)
 	mux.HandleFunc("PUT /v1/orders/{id}", s.putOrder)
 	mux.HandleFunc("DELETE /v1/orders/{id}", s.deleteOrder)
-	mux.HandleFunc("POST /webhooks/payment-events", s.receiveEvent)
-	mux.HandleFunc("GET /webhooks/payment-events", s.listEvents)
+	mux.HandleFunc("POST "+webhookPath, s.receiveEvent)
+	mux.HandleFunc("GET "+webhookPath, s.listEvents)
 	return mux
 }
 
@@ -332,7 +332,7 @@ func (s *server) deleteOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) receiveEvent(w http.ResponseWriter, r *http.Request) {
-	payload, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
+	payload, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxEventBytes))
 	if err != nil {
 		problem(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
