@@ -61,4 +61,3 @@ func TestReplayKeepsNonCanonicalHeaderNames(t *testing.T) {
 		}
 	}
 }
-
