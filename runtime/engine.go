@@ -41,9 +41,8 @@ func readBody(r *http.Request, max int64) (*[]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return bp, nil
 	}
-	if r.ContentLength > 0 && r.ContentLength < max && int(r.ContentLength) >= cap(b) {
-		b = make([]byte, 0, r.ContentLength+1)
-	}
+	// The buffer grows with the bytes that arrive, never to a declared
+	// Content-Length before they do (a client's word costs no memory).
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
