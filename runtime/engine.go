@@ -192,7 +192,9 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if op.key == KeyFromQuery {
 		skip = op.keyName
 	}
-	fp := c.fingerprint(r.Method, op.route, params, r.URL.RawQuery, skip, ct, body, op.include, op.includeToks, op.exclude)
+	fq := &fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
+		contentType: ct, body: body, include: op.include, inc: op.includeToks, exc: op.exclude}
+	fp := c.fingerprint(FingerprintVersion, fq)
 	switch op.key {
 	case KeyFromFields:
 		var vals []byte
@@ -242,7 +244,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			}
 			return
 		case Completed:
-			if mismatch(res, fp) {
+			if fingerprintDiffers(res, fp, fq) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}
@@ -257,7 +259,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			replay(w, r, res.Response)
 			return
 		case InProgress:
-			if mismatch(res, fp) {
+			if fingerprintDiffers(res, fp, fq) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}
@@ -297,12 +299,6 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 func retrySeconds(d time.Duration) int {
 	s := int((d + time.Second - 1) / time.Second)
 	return max(s, 1)
-}
-
-func mismatch(res ClaimResult, fp [32]byte) bool {
-	// A record written by another fingerprint version is not comparable:
-	// it is accepted rather than refused.
-	return res.FingerprintVersion == FingerprintVersion && res.Fingerprint != fp
 }
 
 func (e *engine) mismatch(ctx context.Context, w http.ResponseWriter, op *operation, key string) {

@@ -40,6 +40,16 @@ type canonicalizer struct {
 	mem     []jsonMember
 	excl    [][]string
 	depth   int
+	// exact selects exact numbers (fingerprint version 2 and fields keys):
+	// a number's canonical text is its decimal value, not the value of the
+	// nearest double (see appendExactNumber). CanonicalJSON (RFC 8785) and
+	// version 1 leave it false.
+	exact bool
+	// digits is scratch for exact numbers.
+	digits []byte
+	// pairs and pbuf hold a decoded query or form (pairs.go).
+	pairs []qpair
+	pbuf  []byte
 	// vs, ve is the pending verbatim span: the output so far is out
 	// followed by in[vs:ve]. Input that is already canonical (most of it)
 	// is copied in long runs instead of token by token.
@@ -572,9 +582,11 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 		}
 	}
 	fracEnd := pos
+	expStart := pos
 	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
 		hasExp = true
 		pos++
+		expStart = pos
 		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
 			pos++
 		}
@@ -590,6 +602,11 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 	if !hasExp && c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
 		return pos, nil
 	}
+	if c.exact {
+		c.flush()
+		c.out = c.appendExactNumber(c.out, start != intStart, in[intStart:fracEnd], in[expStart:pos])
+		return pos, nil
+	}
 	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return pos, errNotJSON
@@ -603,6 +620,9 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 // has at most 15 significant digits and is not below 1e-6: such a decimal
 // is exactly the shortest representation of its double, so ECMAScript
 // prints its own digits (trailing fraction zeros and a -0 sign dropped).
+// With exact numbers the digit limit is that of ECMAScript's plain layout
+// instead (at most 21 integer digits): the number's own digits are its
+// exact canonical form.
 // The literal is in[start:fracEnd]; when it is its own canonical form (no
 // fraction zeros dropped, no -0) it is copied as it is.
 func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) bool {
@@ -629,7 +649,7 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		for lz < len(frac) && frac[lz] == '0' {
 			lz++
 		}
-		if len(frac)-lz > 15 || lz >= 6 {
+		if lz >= 6 || (len(frac)-lz > 15 && !c.exact) {
 			return false
 		}
 		if !trimmed {
@@ -642,7 +662,7 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		c.out = append(c.out, frac...)
 		return true
 	}
-	if len(intPart)+len(frac) > 15 {
+	if len(intPart)+len(frac) > 15 && (!c.exact || len(intPart) > 21) {
 		return false
 	}
 	if !trimmed {
@@ -689,12 +709,18 @@ func appendES6Number(dst []byte, f float64) []byte {
 	if neg {
 		exp = -exp
 	}
-	n := exp + 1
-	d := digits[:k]
+	return appendDecimal(dst, digits[:k], int64(exp+1))
+}
+
+// appendDecimal writes the positive decimal 0.d × 10^n (d: significant
+// digits, no leading or trailing zeros) in ECMAScript's Number layout:
+// plain digits while 10^-7 < value < 10^21, else d.ddde±x.
+func appendDecimal(dst, d []byte, n int64) []byte {
+	k := int64(len(d))
 	switch {
 	case k <= n && n <= 21:
 		dst = append(dst, d...)
-		for j := 0; j < n-k; j++ {
+		for j := int64(0); j < n-k; j++ {
 			dst = append(dst, '0')
 		}
 	case 0 < n && n <= 21:
@@ -703,17 +729,12 @@ func appendES6Number(dst []byte, f float64) []byte {
 		dst = append(dst, d[n:]...)
 	case -6 < n && n <= 0:
 		dst = append(dst, '0', '.')
-		for j := 0; j < -n; j++ {
+		for j := int64(0); j < -n; j++ {
 			dst = append(dst, '0')
 		}
 		dst = append(dst, d...)
 	default:
-		dst = append(dst, d[0])
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = append(dst, d[1:]...)
-		}
-		dst = append(dst, 'e')
+		dst = appendSci(dst, d)
 		e := n - 1
 		if e >= 0 {
 			dst = append(dst, '+')
@@ -721,9 +742,144 @@ func appendES6Number(dst []byte, f float64) []byte {
 			dst = append(dst, '-')
 			e = -e
 		}
-		dst = strconv.AppendInt(dst, int64(e), 10)
+		dst = strconv.AppendInt(dst, e, 10)
 	}
 	return dst
+}
+
+// appendSci writes d[0] [. d[1:]] e.
+func appendSci(dst, d []byte) []byte {
+	dst = append(dst, d[0])
+	if len(d) > 1 {
+		dst = append(dst, '.')
+		dst = append(dst, d[1:]...)
+	}
+	return append(dst, 'e')
+}
+
+// appendExactNumber writes the exact canonical text of a JSON number: the
+// ECMAScript layout of its decimal value (as appendDecimal), worked out on
+// the digits, never through a float64, so that two numbers get one text
+// exactly when they denote the same decimal value (1000 = 1000.0 = 1e3,
+// -0 = 0; 2^53+1 != 2^53). Whenever the value is that of the shortest
+// text of its nearest double, this is the RFC 8785 text too. mant is the
+// digits with the optional fraction point; exp the exponent's optional sign
+// and digits (empty: none). The work is linear in the literal's length,
+// whatever the exponent (1e999999999 is "1e+999999999").
+func (c *canonicalizer) appendExactNumber(dst []byte, neg bool, mant, exp []byte) []byte {
+	intLen := len(mant)
+	for i, ch := range mant {
+		if ch == '.' {
+			intLen = i
+			break
+		}
+	}
+	first, last := -1, -1
+	for i, ch := range mant {
+		if ch != '.' && ch != '0' {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return append(dst, '0')
+	}
+	// The value is 0.d × 10^(n0 + exponent).
+	var n0 int64
+	if first < intLen {
+		n0 = int64(intLen - first)
+	} else {
+		n0 = -int64(first - intLen - 1)
+	}
+	d := c.digits[:0]
+	for _, ch := range mant[first : last+1] {
+		if ch != '.' {
+			d = append(d, ch)
+		}
+	}
+	c.digits = d
+	if neg {
+		dst = append(dst, '-')
+	}
+	eneg := false
+	if len(exp) > 0 && (exp[0] == '+' || exp[0] == '-') {
+		eneg = exp[0] == '-'
+		exp = exp[1:]
+	}
+	for len(exp) > 0 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	if len(exp) <= 18 {
+		var e int64
+		for _, ch := range exp {
+			e = e*10 + int64(ch-'0')
+		}
+		if eneg {
+			e = -e
+		}
+		return appendDecimal(dst, d, n0+e)
+	}
+	// |exponent| >= 10^18: always the d.ddde±x layout, with x = exponent +
+	// n0 - 1 added in decimal (|n0 - 1| is below the input's length, so the
+	// sign stays the exponent's).
+	dst = appendSci(dst, d)
+	if eneg {
+		dst = append(dst, '-')
+	} else {
+		dst = append(dst, '+')
+	}
+	delta := n0 - 1
+	if eneg {
+		delta = -delta
+	}
+	mark := len(dst)
+	dst = append(dst, exp...)
+	if delta >= 0 {
+		return addDecimal(dst, mark, uint64(delta))
+	}
+	return subDecimal(dst, mark, uint64(-delta))
+}
+
+// addDecimal adds v to the decimal digits dst[mark:].
+func addDecimal(dst []byte, mark int, v uint64) []byte {
+	for i := len(dst) - 1; i >= mark && v > 0; i-- {
+		s := uint64(dst[i]-'0') + v%10
+		v /= 10
+		if s >= 10 {
+			s -= 10
+			v++
+		}
+		dst[i] = byte(s) + '0'
+	}
+	if v > 0 {
+		var pre [20]byte
+		p := strconv.AppendUint(pre[:0], v, 10)
+		dst = append(dst, p...)
+		copy(dst[mark+len(p):], dst[mark:len(dst)-len(p)])
+		copy(dst[mark:], p)
+	}
+	return dst
+}
+
+// subDecimal subtracts v from the decimal digits dst[mark:], which are
+// larger than v, and drops the leading zeros that leaves.
+func subDecimal(dst []byte, mark int, v uint64) []byte {
+	for i := len(dst) - 1; i >= mark && v > 0; i-- {
+		s := int(dst[i]-'0') - int(v%10)
+		v /= 10
+		if s < 0 {
+			s += 10
+			v++
+		}
+		dst[i] = byte(s) + '0'
+	}
+	z := mark
+	for z < len(dst)-1 && dst[z] == '0' {
+		z++
+	}
+	return append(dst[:mark], dst[z:]...)
 }
 
 func (c *canonicalizer) keyBytes(m *jsonMember) []byte {
