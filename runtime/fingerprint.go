@@ -123,9 +123,19 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput) bool {
 
 // fingerprint computes the fingerprint of in with the algorithm of version
 // (1 or 2).
+//
+// Version 2 hashes what version 1 would whenever the two canonical forms
+// agree (every ordinary request: numbers whose decimal value is that of
+// their shortest double, one value per query or form name or values in
+// sorted order), under version 1's header, so that its fingerprint, and a
+// body-derived key, is version 1's; where they part (where version 1 merged
+// requests that differ), it hashes its own form under its own header. Equal
+// fingerprints still mean equal version 2 forms: the header tells the two
+// cases apart.
 func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
-	c.exact = version >= 2
+	c.exact, c.v1differs = version >= 2, false
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
+	verAt := len(hdr)
 	hdr = strconv.AppendInt(hdr, int64(version), 10)
 	hdr = appendLenString(hdr, in.method)
 	hdr = appendLenString(hdr, in.route)
@@ -134,39 +144,45 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
 		hdr = appendLenString(hdr, p)
 	}
 	c.out = hdr
+	same := true // version 2's form is version 1's so far
 	if in.rawQuery != "" {
 		if version >= 2 {
-			c.appendQueryV2(in.rawQuery, in.skipKey)
+			same = c.appendQueryV2(in.rawQuery, in.skipKey)
 		} else {
 			c.appendQuery(in.rawQuery, in.skipKey)
 		}
 	}
 	n := len(c.out)
 	body := in.body
+	done := false
 	switch mediaKind(in.contentType) {
 	case bodyJSON:
 		if len(in.inc) > 0 {
-			if c.includeJSON(body, in.include, in.inc) == nil {
-				return sha256.Sum256(c.out)
-			}
+			done = c.includeJSON(body, in.include, in.inc) == nil
 		} else {
 			c.out = append(c.out, bodyJSON)
-			if c.canonicalize(body, in.exc) == nil {
-				return sha256.Sum256(c.out)
-			}
+			done = c.canonicalize(body, in.exc) == nil
 		}
+		// JSON that version 2 refuses, version 1 refuses too: both hash it
+		// raw.
+		same = same && (!done || !c.v1differs)
 	case bodyForm:
 		c.out = append(c.out, bodyForm)
 		if version >= 2 {
-			if c.appendFormV2(body) {
-				return sha256.Sum256(c.out)
-			}
-		} else if c.appendForm(body) == nil {
-			return sha256.Sum256(c.out)
+			var formSame bool
+			done, formSame = c.appendFormV2(body)
+			same = same && formSame
+		} else {
+			done = c.appendForm(body) == nil
 		}
 	}
-	c.out = append(c.out[:n], bodyRaw)
-	c.out = append(c.out, body...)
+	if !done {
+		c.out = append(c.out[:n], bodyRaw)
+		c.out = append(c.out, body...)
+	}
+	if version >= 2 && same {
+		c.out[verAt] = '1'
+	}
 	return sha256.Sum256(c.out)
 }
 

@@ -45,8 +45,11 @@ type canonicalizer struct {
 	// nearest double (see appendExactNumber). CanonicalJSON (RFC 8785) and
 	// version 1 leave it false.
 	exact bool
-	// digits is scratch for exact numbers.
-	digits []byte
+	// v1differs is set (with exact) when a number's exact text is not the
+	// text that version 1 writes for it, or version 1 refuses it.
+	v1differs bool
+	// digits and v1num are scratch for exact numbers.
+	digits, v1num []byte
 	// pairs and pbuf hold a decoded query or form (pairs.go).
 	pairs []qpair
 	pbuf  []byte
@@ -599,12 +602,20 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 		}
 	}
 	lit := in[start:pos]
-	if !hasExp && c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
-		return pos, nil
+	if !hasExp {
+		if ok, long := c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd); ok {
+			if long && !c.v1differs {
+				c.checkV1Number(lit, start != intStart, in[intStart:fracEnd], nil)
+			}
+			return pos, nil
+		}
 	}
 	if c.exact {
 		c.flush()
 		c.out = c.appendExactNumber(c.out, start != intStart, in[intStart:fracEnd], in[expStart:pos])
+		if !c.v1differs {
+			c.checkV1Number(lit, start != intStart, in[intStart:fracEnd], in[expStart:pos])
+		}
 		return pos, nil
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
@@ -625,7 +636,10 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 // exact canonical form.
 // The literal is in[start:fracEnd]; when it is its own canonical form (no
 // fraction zeros dropped, no -0) it is copied as it is.
-func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) bool {
+//
+// long reports that the exact limits applied where version 1's did not
+// (more than 15 significant digits).
+func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) (ok, long bool) {
 	var frac []byte
 	trimmed := false
 	if dot >= 0 {
@@ -639,35 +653,37 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		if len(frac) == 0 {
 			if len(sign) == 0 && dot < 0 {
 				c.verbatim(start, fracEnd)
-				return true
+				return true, long
 			}
 			c.flush()
 			c.out = append(c.out, '0')
-			return true
+			return true, long
 		}
 		lz := 0
 		for lz < len(frac) && frac[lz] == '0' {
 			lz++
 		}
 		if lz >= 6 || (len(frac)-lz > 15 && !c.exact) {
-			return false
+			return false, false
 		}
+		long = len(frac)-lz > 15
 		if !trimmed {
 			c.verbatim(start, fracEnd)
-			return true
+			return true, long
 		}
 		c.flush()
 		c.out = append(c.out, sign...)
 		c.out = append(c.out, '0', '.')
 		c.out = append(c.out, frac...)
-		return true
+		return true, long
 	}
 	if len(intPart)+len(frac) > 15 && (!c.exact || len(intPart) > 21) {
-		return false
+		return false, false
 	}
+	long = len(intPart)+len(frac) > 15
 	if !trimmed {
 		c.verbatim(start, fracEnd)
-		return true
+		return true, long
 	}
 	c.flush()
 	c.out = append(c.out, sign...)
@@ -676,7 +692,7 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		c.out = append(c.out, '.')
 		c.out = append(c.out, frac...)
 	}
-	return true
+	return true, long
 }
 
 // appendES6Number formats f as ECMAScript's Number.prototype.toString
@@ -840,6 +856,24 @@ func (c *canonicalizer) appendExactNumber(dst []byte, neg bool, mant, exp []byte
 		return addDecimal(dst, mark, uint64(delta))
 	}
 	return subDecimal(dst, mark, uint64(-delta))
+}
+
+// checkV1Number sets c.v1differs when version 1 (float64, RFC 8785) would
+// not write the exact text of this number: its value is not that of the
+// shortest text of its nearest double, or it is out of float64's range.
+func (c *canonicalizer) checkV1Number(lit []byte, neg bool, mant, exp []byte) {
+	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
+	if err != nil || math.IsInf(f, 0) {
+		c.v1differs = true
+		return
+	}
+	v1 := appendES6Number(c.v1num[:0], f)
+	mark := len(v1)
+	v1 = c.appendExactNumber(v1, neg, mant, exp)
+	c.v1num = v1
+	if string(v1[:mark]) != string(v1[mark:]) {
+		c.v1differs = true
+	}
 }
 
 // addDecimal adds v to the decimal digits dst[mark:].

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"net/url"
 	"slices"
 	"strings"
 	"unsafe"
@@ -46,12 +47,13 @@ func unsafeString(b []byte) string {
 // parsePairs decodes a strictly urlencoded text into c.pairs, leaving out
 // the pairs named skip, and orders them by name, keeping the order of the
 // values of each name. It reports false when s is not strict (a byte
-// outside formByte, a malformed percent escape).
-func (c *canonicalizer) parsePairs(s, skip string) bool {
+// outside formByte, a malformed percent escape), and whether version 1's
+// sorted pairs are the same (the values of each name are in sorted order).
+func (c *canonicalizer) parsePairs(s, skip string) (strict, v1same bool) {
 	c.pairs, c.pbuf = c.pairs[:0], c.pbuf[:0]
 	for i := 0; i < len(s); i++ {
 		if !formByte[s[i]] {
-			return false
+			return false, false
 		}
 	}
 	sorted := true
@@ -65,7 +67,7 @@ func (c *canonicalizer) parsePairs(s, skip string) bool {
 		ns := len(c.pbuf)
 		var ok bool
 		if c.pbuf, ok = appendFormUnescape(c.pbuf, name); !ok {
-			return false
+			return false, false
 		}
 		ne := len(c.pbuf)
 		if skip != "" && string(c.pbuf[ns:ne]) == skip {
@@ -73,7 +75,7 @@ func (c *canonicalizer) parsePairs(s, skip string) bool {
 			continue
 		}
 		if c.pbuf, ok = appendFormUnescape(c.pbuf, val); !ok {
-			return false
+			return false, false
 		}
 		p := qpair{int32(ns), int32(ne), int32(ne), int32(len(c.pbuf))}
 		if n := len(c.pairs); n > 0 && bytes.Compare(c.pbuf[c.pairs[n-1].ns:c.pairs[n-1].ne], c.pbuf[ns:ne]) > 0 {
@@ -81,16 +83,23 @@ func (c *canonicalizer) parsePairs(s, skip string) bool {
 		}
 		c.pairs = append(c.pairs, p)
 	}
+	buf := c.pbuf
 	if !sorted {
-		buf := c.pbuf
 		slices.SortStableFunc(c.pairs, func(a, b qpair) int { return bytes.Compare(buf[a.ns:a.ne], buf[b.ns:b.ne]) })
 	}
-	return true
+	v1same = true
+	for i := 1; i < len(c.pairs); i++ {
+		a, b := c.pairs[i-1], c.pairs[i]
+		if string(buf[a.ns:a.ne]) == string(buf[b.ns:b.ne]) && string(buf[a.vs:a.ve]) > string(buf[b.vs:b.ve]) {
+			v1same = false
+			break
+		}
+	}
+	return true, v1same
 }
 
-// appendParsedPairs appends the count of c.pairs, then each name and value.
+// appendParsedPairs appends each name and value of c.pairs.
 func (c *canonicalizer) appendParsedPairs() {
-	c.out = binary.AppendUvarint(c.out, uint64(len(c.pairs)))
 	for _, p := range c.pairs {
 		c.out = binary.AppendUvarint(c.out, uint64(p.ne-p.ns))
 		c.out = append(c.out, c.pbuf[p.ns:p.ne]...)
@@ -99,30 +108,39 @@ func (c *canonicalizer) appendParsedPairs() {
 	}
 }
 
-// appendQueryV2 appends the query section: the pairs of rawQuery without
-// skipKey, nothing when none remain, or the raw query when it is not
-// strictly urlencoded.
-func (c *canonicalizer) appendQueryV2(rawQuery, skipKey string) {
-	if !c.parsePairs(rawQuery, skipKey) {
+// appendQueryV2 appends the query section: the count and the pairs of
+// rawQuery without skipKey, nothing when none remain, or the raw query when
+// it is not strictly urlencoded. It reports whether version 1 appends the
+// same.
+func (c *canonicalizer) appendQueryV2(rawQuery, skipKey string) bool {
+	strict, v1same := c.parsePairs(rawQuery, skipKey)
+	if !strict {
 		c.out = append(c.out, querySec, bodyRaw)
 		c.out = appendLenString(c.out, rawQuery)
-		return
+		_, err := url.ParseQuery(rawQuery) // version 1 hashes it raw too?
+		return err != nil
 	}
 	if len(c.pairs) == 0 {
-		return
+		return true
 	}
 	c.out = append(c.out, querySec)
+	c.out = binary.AppendUvarint(c.out, uint64(len(c.pairs)))
 	c.appendParsedPairs()
+	return v1same
 }
 
-// appendFormV2 appends the pairs of a form body; false when the body is not
-// strictly urlencoded (it is then hashed raw).
-func (c *canonicalizer) appendFormV2(body []byte) bool {
-	if !c.parsePairs(unsafeString(body), "") {
-		return false
+// appendFormV2 appends the pairs of a form body (the body is last in the
+// fingerprint: no count). ok is false when the body is not strictly
+// urlencoded (it is then hashed raw); v1same whether version 1 hashes the
+// body the same way.
+func (c *canonicalizer) appendFormV2(body []byte) (ok, v1same bool) {
+	strict, v1same := c.parsePairs(unsafeString(body), "")
+	if !strict {
+		_, err := url.ParseQuery(string(body))
+		return false, err != nil
 	}
 	c.appendParsedPairs()
-	return true
+	return true, v1same
 }
 
 // appendFormUnescape appends s decoded as url.QueryUnescape does ("+" is a
