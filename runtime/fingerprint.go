@@ -131,7 +131,8 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput) bool {
 // body-derived key, is version 1's; where they part (where version 1 merged
 // requests that differ), it hashes its own form under its own header. Equal
 // fingerprints still mean equal version 2 forms: the header tells the two
-// cases apart.
+// cases apart, and which header is used depends only on the version 2 form
+// (never on excluded members), so equal forms get equal fingerprints.
 func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
 	c.exact, c.v1differs = version >= 2, false
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
@@ -195,6 +196,7 @@ func (c *canonicalizer) includeJSON(body []byte, include []string, inc [][]strin
 	if err := c.canonicalize(body, nil); err != nil {
 		return err
 	}
+	c.v1differs = false // only the included values count
 	c.out = append(c.out[:mark], bodyIncl)
 	for i, toks := range inc {
 		c.out = appendLenString(c.out, include[i])

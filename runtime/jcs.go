@@ -45,8 +45,10 @@ type canonicalizer struct {
 	// nearest double (see appendExactNumber). CanonicalJSON (RFC 8785) and
 	// version 1 leave it false.
 	exact bool
-	// v1differs is set (with exact) when a number's exact text is not the
-	// text that version 1 writes for it, or version 1 refuses it.
+	// v1differs is set (with exact) when the exact text of a number in the
+	// output is not the text that version 1 writes for it (or version 1
+	// refuses it). Excluded members do not count: it depends only on the
+	// canonical output.
 	v1differs bool
 	// digits and v1num are scratch for exact numbers.
 	digits, v1num []byte
@@ -1043,10 +1045,12 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(pos-1, pos)
 		}
 		flushes := c.flushes
+		differs := c.v1differs
 		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
 			return pos, err
 		}
 		if skip {
+			c.v1differs = differs // only what is hashed counts
 			c.flush()
 			c.out = c.out[:os-comma]
 		} else {
@@ -1231,11 +1235,13 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(commaPos, commaPos+1)
 		}
 		var err error
+		differs := c.v1differs
 		pos, err = c.inlineValue(pos, child, pdepth+1)
 		if err != nil {
 			return pos, err
 		}
 		if skip {
+			c.v1differs = differs // only what is hashed counts
 			c.flush()
 			c.out = c.out[:mark]
 		} else {
