@@ -80,6 +80,11 @@ func TestExactNumbers(t *testing.T) {
 		{"0.1", "1e-1"},
 		{"0.1000000000000000055511151231257827"},
 		{"1e-400"},
+		// Exponents beyond int64: the carry and borrow of the decimal
+		// arithmetic on the exponent's digits.
+		{"15e999999999999999999999", "1.5e1000000000000000000000", "150E+999999999999999999998"},
+		{"15e-1000000000000000000000", "1.5e-999999999999999999999", "1.5E-0999999999999999999999"},
+		{"0.0015e-1000000000000000000000", "1.5e-1000000000000000000003", "15e-1000000000000000000004"},
 	}
 	seen := map[[32]byte]string{}
 	for _, g := range groups {
@@ -93,6 +98,22 @@ func TestExactNumbers(t *testing.T) {
 			t.Errorf("%s and %s are different numbers with one fingerprint", prev, g[0])
 		}
 		seen[want] = g[0]
+	}
+}
+
+// The exact text, pinned for the layouts and the exponent arithmetic.
+func TestExactNumberText(t *testing.T) {
+	for in, want := range map[string]string{
+		"9007199254740993": "9007199254740993", "123456789012345678901": "123456789012345678901",
+		"1234567890123456789012": "1.234567890123456789012e+21", "0.000001": "0.000001", "0.0000001": "1e-7",
+		"-1.50e-7": "-1.5e-7", "-0.0": "0", "1e21": "1e+21", "12.5E+1": "125", "0.10000000000000000000001": "0.10000000000000000000001",
+		"15e999999999999999999999": "1.5e+1000000000000000000000", "15e-1000000000000000000000": "1.5e-999999999999999999999",
+		"99e-1000000000000000000001": "9.9e-1000000000000000000000", "1e-0000000000000000000000000000000005": "0.00001",
+	} {
+		got, err := idemrt.CanonicalExact([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("exact text of %s = %s (%v), want %s", in, got, err, want)
+		}
 	}
 }
 
