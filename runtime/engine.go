@@ -193,8 +193,8 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 		skip = op.keyName
 	}
 	fq := &fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
-		contentType: ct, body: body, include: op.include, inc: op.includeToks, exc: op.exclude}
-	fp := c.fingerprint(FingerprintVersion, fq)
+		contentType: ct, include: op.include, inc: op.includeToks}
+	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var vals []byte
@@ -244,7 +244,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			}
 			return
 		case Completed:
-			if fingerprintDiffers(res, fp, fq) {
+			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}
@@ -259,7 +259,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			replay(w, r, res.Response)
 			return
 		case InProgress:
-			if fingerprintDiffers(res, fp, fq) {
+			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}

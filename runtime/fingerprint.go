@@ -67,7 +67,8 @@ func Fingerprint(method, route string, params []string, contentType string, body
 }
 
 func fingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	in := fpInput{method: method, route: route, params: params, contentType: contentType, body: body, include: include}
+	in := fpInput{method: method, route: route, params: params, contentType: contentType, include: include}
+	var exc [][]string
 	for _, p := range include {
 		t, err := parsePointer(p)
 		if err != nil {
@@ -80,16 +81,18 @@ func fingerprintAt(version int, method, route string, params []string, contentTy
 		if err != nil {
 			return [32]byte{}, err
 		}
-		in.exc = append(in.exc, t)
+		exc = append(exc, t)
 	}
 	c := getCanon()
 	defer putCanon(c)
-	return c.fingerprint(version, &in), nil
+	return c.fingerprint(version, &in, body, exc), nil
 }
 
-// fpInput is what a request's fingerprint is computed from: kept whole so
-// that a record written by version 1 can be compared with version 1's
-// algorithm.
+// fpInput is what a request's fingerprint is computed from besides the
+// body and the exclude pointers (which the canonicaliser holds on to, and
+// so are passed apart: the path parameters, often in a caller's stack
+// array, stay there), kept so that a record written by version 1 can be
+// compared with version 1's algorithm.
 type fpInput struct {
 	method, route string
 	params        []string
@@ -98,21 +101,20 @@ type fpInput struct {
 	// under a reused key is a mismatch, not a replay of the real run.
 	rawQuery, skipKey string
 	contentType       string
-	body              []byte
 	include           []string
-	inc, exc          [][]string
+	inc               [][]string
 }
 
 // fingerprintDiffers reports whether an existing record's fingerprint
 // belongs to another request than the one that computed fp (version
-// FingerprintVersion) from in.
-func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput) bool {
+// FingerprintVersion) from in, body and exc.
+func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, exc [][]string) bool {
 	switch res.FingerprintVersion {
 	case FingerprintVersion:
 		return res.Fingerprint != fp
 	case 1:
 		c := getCanon()
-		old := c.fingerprint(1, in)
+		old := c.fingerprint(1, in, body, exc)
 		putCanon(c)
 		return res.Fingerprint != old
 	}
@@ -133,7 +135,7 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput) bool {
 // fingerprints still mean equal version 2 forms: the header tells the two
 // cases apart, and which header is used depends only on the version 2 form
 // (never on excluded members), so equal forms get equal fingerprints.
-func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
+func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [][]string) [32]byte {
 	c.exact, c.v1differs = version >= 2, false
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
 	verAt := len(hdr)
@@ -154,7 +156,6 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
 		}
 	}
 	n := len(c.out)
-	body := in.body
 	done := false
 	switch mediaKind(in.contentType) {
 	case bodyJSON:
@@ -162,7 +163,7 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput) [32]byte {
 			done = c.includeJSON(body, in.include, in.inc) == nil
 		} else {
 			c.out = append(c.out, bodyJSON)
-			done = c.canonicalize(body, in.exc) == nil
+			done = c.canonicalize(body, exc) == nil
 		}
 		// JSON that version 2 refuses, version 1 refuses too: both hash it
 		// raw.
@@ -231,7 +232,9 @@ func (c *canonicalizer) appendForm(body []byte) error {
 // rawQuery without skipKey, nothing when none remain, or the raw query
 // when it does not parse.
 func (c *canonicalizer) appendQuery(rawQuery, skipKey string) {
-	vals, err := url.ParseQuery(rawQuery)
+	// A copy: the parsed values alias their input, and the request's query
+	// must not escape with them (nor the rest of fpInput with it).
+	vals, err := url.ParseQuery(strings.Clone(rawQuery))
 	if err != nil {
 		c.out = append(c.out, querySec, bodyRaw)
 		c.out = appendLenString(c.out, rawQuery)

@@ -117,7 +117,9 @@ func (c *canonicalizer) appendQueryV2(rawQuery, skipKey string) bool {
 	if !strict {
 		c.out = append(c.out, querySec, bodyRaw)
 		c.out = appendLenString(c.out, rawQuery)
-		_, err := url.ParseQuery(rawQuery) // version 1 hashes it raw too?
+		// Does version 1 hash it raw too? (A copy: the parsed values alias
+		// their input, which must not escape.)
+		_, err := url.ParseQuery(strings.Clone(rawQuery))
 		return err != nil
 	}
 	if len(c.pairs) == 0 {
