@@ -7,6 +7,10 @@ import (
 	"encoding/json"
 	"math/big"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +42,7 @@ func FuzzExactFingerprint(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		checkExactPair(t, a, b)
+		checkV1Tag(t, a)
 		va, ok := decodeExact(a)
 		if !ok {
 			return
@@ -52,6 +57,73 @@ func FuzzExactFingerprint(f *testing.F) {
 			checkExactPair(t, alt, changed)
 		}
 	})
+}
+
+// checkV1Tag checks that version 2 hashes a JSON body exactly as version 1
+// did when their canonical forms agree, and differently when they do not.
+func checkV1Tag(t *testing.T, in []byte) {
+	t.Helper()
+	v1, err1 := idemrt.CanonicalJSON(in)
+	v2, err2 := idemrt.CanonicalExact(in)
+	if err2 != nil {
+		return // raw in both versions (or v2 refuses what v1 refuses)
+	}
+	f1, _ := idemrt.FingerprintAt(1, "POST", "/x", nil, "application/json", in, nil, nil)
+	f2, _ := idemrt.Fingerprint("POST", "/x", nil, "application/json", in, nil, nil)
+	if same := err1 == nil && bytes.Equal(v1, v2); same != (f1 == f2) {
+		t.Fatalf("%q: canonical forms agree %v (v1 %q, v2 %q), fingerprints agree %v", in, same, v1, v2, f1 == f2)
+	}
+}
+
+// FuzzFormFingerprint: two form bodies (or queries) share a fingerprint
+// only when they are the same bytes or net/http reads them alike
+// (url.ParseQuery: the same names with the same values in the same order).
+func FuzzFormFingerprint(f *testing.F) {
+	for _, s := range [][2]string{
+		{"amount=1&amount=2", "amount=2&amount=1"}, {"a=1&b=2", "b=2&a=1"}, {"a=%41", "a=A"}, {"a=x+y", "a=x%20y"},
+		{"a", "a="}, {"a=1&&b=2", "b=2&a=1&"}, {`{"a":"&","amount":5}`, `"amount":5}&{"a":"`}, {"a=1;b=2", "b=2;a=1"},
+		{"a=%zz", "a=%zz"}, {"x=[1]&y=(2)", "y=(2)&x=[1]"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		fp := func(s string) ([32]byte, [32]byte) {
+			form, _ := idemrt.Fingerprint("POST", "/x", nil, "application/x-www-form-urlencoded", []byte(s), nil, nil)
+			query := fingerprintOfQuery(t, s)
+			return form, query
+		}
+		fa, qa := fp(a)
+		fb, qb := fp(b)
+		for _, same := range []bool{fa == fb, qa == qb} {
+			if !same || a == b {
+				continue
+			}
+			va, errA := url.ParseQuery(a)
+			vb, errB := url.ParseQuery(b)
+			if errA != nil || errB != nil || !reflect.DeepEqual(va, vb) {
+				t.Fatalf("%q and %q share a fingerprint, read as %v (%v) and %v (%v)", a, b, va, errA, vb, errB)
+			}
+		}
+	})
+}
+
+// fingerprintOfQuery is the fingerprint the engine computes for a request
+// with the raw query q (read from the store's claim).
+func fingerprintOfQuery(t *testing.T, q string) [32]byte {
+	st := &faultStore{Store: idemrt.NewMemoryStore()}
+	srv, err := idemrt.Wrap(idemrt.Options{Store: st}, policy(), &counting{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/orders/1", strings.NewReader(`{}`))
+	r.URL.RawQuery = q
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", "k1")
+	srv.ServeHTTP(httptest.NewRecorder(), r)
+	if len(st.claims) != 1 {
+		t.Fatalf("query %q: %d claims", q, len(st.claims))
+	}
+	return st.claims[0].Fingerprint
 }
 
 // checkExactPair checks the fingerprints and fields keys of a and b
