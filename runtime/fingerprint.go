@@ -41,7 +41,7 @@ var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
 func getCanon() *canonicalizer { return canonPool.Get().(*canonicalizer) }
 
 func putCanon(c *canonicalizer) {
-	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 || cap(c.digits) > 1<<20 || cap(c.pbuf) > 1<<20 {
+	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 || cap(c.digits) > 1<<20 || cap(c.v1num) > 1<<20 || cap(c.pbuf) > 1<<20 {
 		return // do not keep huge buffers alive
 	}
 	c.in = nil

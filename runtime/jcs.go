@@ -14,7 +14,8 @@ import (
 
 // errNotJSON is returned for input that RFC 8785 cannot canonicalise:
 // malformed JSON, invalid UTF-8, lone surrogates, duplicate object keys,
-// numbers out of float64 range, or nesting deeper than maxJSONDepth.
+// numbers out of float64 range (not with exact numbers, which take any),
+// or nesting deeper than maxJSONDepth.
 var errNotJSON = errors.New("not canonicalisable JSON")
 
 const maxJSONDepth = 512
