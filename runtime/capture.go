@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -183,10 +184,35 @@ func (cw *captureWriter) saved(status int) *SavedResponse {
 			out.Header[name] = cp
 		}
 	}
+	savedOtherSpellings(out.Header, h, cw.op.replay)
 	if out.Body == nil {
 		out.Body = []byte{}
 	}
 	return out
+}
+
+// savedOtherSpellings adds to saved the replayable headers that the handler
+// set under a non-canonical name (w.Header()["x-request-id"] = ...):
+// net/http sends them as they are, so the replay must carry them too. They
+// are saved under the canonical name, after the canonical spelling's
+// values, in the order net/http writes them (sorted by name). Names that
+// are never replayed stay out whatever their spelling, as they are not in
+// replay.
+func savedOtherSpellings(saved, h http.Header, replay []string) {
+	var names []string
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		if c := http.CanonicalHeaderKey(k); c != k && slices.Contains(replay, c) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		c := http.CanonicalHeaderKey(k)
+		saved[c] = append(slices.Clip(saved[c]), h[k]...)
+	}
 }
 
 // finish settles the record after the handler returned normally and, in

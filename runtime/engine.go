@@ -96,9 +96,8 @@ func readBody(r *http.Request, max int64) (*[]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return bp, nil
 	}
-	if r.ContentLength > 0 && r.ContentLength < max && int(r.ContentLength) >= cap(b) {
-		b = make([]byte, 0, r.ContentLength+1)
-	}
+	// The buffer grows with the bytes that arrive, never to a declared
+	// Content-Length before they do (a client's word costs no memory).
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -248,7 +247,9 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if op.key == KeyFromQuery {
 		skip = op.keyName
 	}
-	fp := c.fingerprint(r.Method, op.route, params, r.URL.RawQuery, skip, ct, body, op.include, op.includeToks, op.exclude)
+	fq := &fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
+		contentType: ct, include: op.include, inc: op.includeToks}
+	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var vals []byte
@@ -300,7 +301,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			}
 			return
 		case Completed:
-			if mismatch(res, fp) {
+			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}
@@ -315,7 +316,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			replay(w, r, res.Response)
 			return
 		case InProgress:
-			if mismatch(res, fp) {
+			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
 				e.mismatch(ctx, w, op, key)
 				return
 			}
@@ -355,12 +356,6 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 func retrySeconds(d time.Duration) int {
 	s := int((d + time.Second - 1) / time.Second)
 	return max(s, 1)
-}
-
-func mismatch(res ClaimResult, fp [32]byte) bool {
-	// A record written by another fingerprint version is not comparable:
-	// it is accepted rather than refused.
-	return res.FingerprintVersion == FingerprintVersion && res.Fingerprint != fp
 }
 
 func (e *engine) mismatch(ctx context.Context, w http.ResponseWriter, op *operation, key string) {

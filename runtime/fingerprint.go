@@ -11,10 +11,17 @@ import (
 )
 
 // FingerprintVersion is the version of the fingerprint algorithm that this
-// runtime writes with each record. A record written by another version is
-// not compared (a retry is never refused with 422 because the algorithm
-// changed).
-const FingerprintVersion = 1
+// runtime writes with each record. Records written by version 1 are still
+// compared with version 1's algorithm (so an upgrade turns no retry into a
+// 422 and replays no other request); a record written by a version this
+// runtime does not know (a newer one, during a rolling upgrade) is not
+// compared: it is accepted rather than refused.
+//
+// Version 2 (see docs/contract.md, "Fingerprint versions"): numbers are
+// exact decimals, not float64 values; the repeated values of a query or
+// form parameter keep their order; a form body that is not strictly
+// urlencoded is hashed as raw bytes.
+const FingerprintVersion = 2
 
 // Body kinds, hashed before the body so that a JSON body and a raw body with
 // the same bytes never collide.
@@ -34,7 +41,7 @@ var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
 func getCanon() *canonicalizer { return canonPool.Get().(*canonicalizer) }
 
 func putCanon(c *canonicalizer) {
-	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 {
+	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 || cap(c.digits) > 1<<20 || cap(c.v1num) > 1<<20 || cap(c.pbuf) > 1<<20 {
 		return // do not keep huge buffers alive
 	}
 	c.in = nil
@@ -49,18 +56,25 @@ func appendLenString(dst []byte, s string) []byte {
 // Fingerprint computes the request fingerprint of version
 // FingerprintVersion: SHA-256 over the method, the route template, the path
 // parameter values and the body. A JSON body (Content-Type application/json
-// or any +json type) is canonicalised per RFC 8785, keeping only the include
-// pointers or leaving out the exclude pointers; an
-// application/x-www-form-urlencoded body is hashed as its sorted pairs;
-// anything else (including JSON that cannot be canonicalised) as raw bytes.
+// or any +json type) is canonicalised per RFC 8785 with exact numbers,
+// keeping only the include pointers or leaving out the exclude pointers; an
+// application/x-www-form-urlencoded body is hashed as its pairs (names
+// sorted, the values of one name in their order); anything else (including
+// JSON that cannot be canonicalised and forms that are not strictly
+// urlencoded) as raw bytes.
 func Fingerprint(method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	var inc, exc [][]string
+	return fingerprintAt(FingerprintVersion, method, route, params, contentType, body, include, exclude)
+}
+
+func fingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
+	in := fpInput{method: method, route: route, params: params, contentType: contentType, include: include}
+	var exc [][]string
 	for _, p := range include {
 		t, err := parsePointer(p)
 		if err != nil {
 			return [32]byte{}, err
 		}
-		inc = append(inc, t)
+		in.inc = append(in.inc, t)
 	}
 	for _, p := range exclude {
 		t, err := parsePointer(p)
@@ -71,47 +85,106 @@ func Fingerprint(method, route string, params []string, contentType string, body
 	}
 	c := getCanon()
 	defer putCanon(c)
-	return c.fingerprint(method, route, params, "", "", contentType, body, include, inc, exc), nil
+	return c.fingerprint(version, &in, body, exc), nil
 }
 
-// fingerprint is Fingerprint with the request's raw query: its pairs,
-// sorted, count too (less the parameter skipKey, a query-sourced key), so
-// that "?dry_run=true" under a reused key is a mismatch, not a replay of
-// the real run.
-func (c *canonicalizer) fingerprint(method, route string, params []string, rawQuery, skipKey, contentType string, body []byte, include []string, inc, exc [][]string) [32]byte {
+// fpInput is what a request's fingerprint is computed from besides the
+// body and the exclude pointers (which the canonicaliser holds on to, and
+// so are passed apart: the path parameters, often in a caller's stack
+// array, stay there), kept so that a record written by version 1 can be
+// compared with version 1's algorithm.
+type fpInput struct {
+	method, route string
+	params        []string
+	// rawQuery is the request's raw query: its pairs count too (less the
+	// parameter skipKey, a query-sourced key), so that "?dry_run=true"
+	// under a reused key is a mismatch, not a replay of the real run.
+	rawQuery, skipKey string
+	contentType       string
+	include           []string
+	inc               [][]string
+}
+
+// fingerprintDiffers reports whether an existing record's fingerprint
+// belongs to another request than the one that computed fp (version
+// FingerprintVersion) from in, body and exc.
+func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, exc [][]string) bool {
+	switch res.FingerprintVersion {
+	case FingerprintVersion:
+		return res.Fingerprint != fp
+	case 1:
+		c := getCanon()
+		old := c.fingerprint(1, in, body, exc)
+		putCanon(c)
+		return res.Fingerprint != old
+	}
+	// A version this runtime does not know is not comparable: accepted
+	// rather than refused.
+	return false
+}
+
+// fingerprint computes the fingerprint of in with the algorithm of version
+// (1 or 2).
+//
+// Version 2 hashes what version 1 would whenever the two canonical forms
+// agree (every ordinary request: numbers whose decimal value is that of
+// their shortest double, one value per query or form name or values in
+// sorted order), under version 1's header, so that its fingerprint, and a
+// body-derived key, is version 1's; where they part (where version 1 merged
+// requests that differ), it hashes its own form under its own header. Equal
+// fingerprints still mean equal version 2 forms: the header tells the two
+// cases apart, and which header is used depends only on the version 2 form
+// (never on excluded members), so equal forms get equal fingerprints.
+func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [][]string) [32]byte {
+	c.exact, c.v1differs = version >= 2, false
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
-	hdr = strconv.AppendInt(hdr, FingerprintVersion, 10)
-	hdr = appendLenString(hdr, method)
-	hdr = appendLenString(hdr, route)
-	hdr = binary.AppendUvarint(hdr, uint64(len(params)))
-	for _, p := range params {
+	verAt := len(hdr)
+	hdr = strconv.AppendInt(hdr, int64(version), 10)
+	hdr = appendLenString(hdr, in.method)
+	hdr = appendLenString(hdr, in.route)
+	hdr = binary.AppendUvarint(hdr, uint64(len(in.params)))
+	for _, p := range in.params {
 		hdr = appendLenString(hdr, p)
 	}
 	c.out = hdr
-	if rawQuery != "" {
-		c.appendQuery(rawQuery, skipKey)
+	same := true // version 2's form is version 1's so far
+	if in.rawQuery != "" {
+		if version >= 2 {
+			same = c.appendQueryV2(in.rawQuery, in.skipKey)
+		} else {
+			c.appendQuery(in.rawQuery, in.skipKey)
+		}
 	}
 	n := len(c.out)
-	switch mediaKind(contentType) {
+	done := false
+	switch mediaKind(in.contentType) {
 	case bodyJSON:
-		if len(inc) > 0 {
-			if c.includeJSON(body, include, inc) == nil {
-				return sha256.Sum256(c.out)
-			}
+		if len(in.inc) > 0 {
+			done = c.includeJSON(body, in.include, in.inc) == nil
 		} else {
 			c.out = append(c.out, bodyJSON)
-			if c.canonicalize(body, exc) == nil {
-				return sha256.Sum256(c.out)
-			}
+			done = c.canonicalize(body, exc) == nil
 		}
+		// JSON that version 2 refuses, version 1 refuses too: both hash it
+		// raw.
+		same = same && (!done || !c.v1differs)
 	case bodyForm:
 		c.out = append(c.out, bodyForm)
-		if c.appendForm(body) == nil {
-			return sha256.Sum256(c.out)
+		if version >= 2 {
+			var formSame bool
+			done, formSame = c.appendFormV2(body)
+			same = same && formSame
+		} else {
+			done = c.appendForm(body) == nil
 		}
 	}
-	c.out = append(c.out[:n], bodyRaw)
-	c.out = append(c.out, body...)
+	if !done {
+		c.out = append(c.out[:n], bodyRaw)
+		c.out = append(c.out, body...)
+	}
+	if version >= 2 && same {
+		c.out[verAt] = '1'
+	}
 	return sha256.Sum256(c.out)
 }
 
@@ -124,6 +197,7 @@ func (c *canonicalizer) includeJSON(body []byte, include []string, inc [][]strin
 	if err := c.canonicalize(body, nil); err != nil {
 		return err
 	}
+	c.v1differs = false // only the included values count
 	c.out = append(c.out[:mark], bodyIncl)
 	for i, toks := range inc {
 		c.out = appendLenString(c.out, include[i])
@@ -154,11 +228,13 @@ func (c *canonicalizer) appendForm(body []byte) error {
 	return nil
 }
 
-// appendQuery appends the query section: the sorted pairs of rawQuery
-// without skipKey, nothing when none remain, or the raw query when it does
-// not parse.
+// appendQuery appends version 1's query section: the sorted pairs of
+// rawQuery without skipKey, nothing when none remain, or the raw query
+// when it does not parse.
 func (c *canonicalizer) appendQuery(rawQuery, skipKey string) {
-	vals, err := url.ParseQuery(rawQuery)
+	// A copy: the parsed values alias their input, and the request's query
+	// must not escape with them (nor the rest of fpInput with it).
+	vals, err := url.ParseQuery(strings.Clone(rawQuery))
 	if err != nil {
 		c.out = append(c.out, querySec, bodyRaw)
 		c.out = appendLenString(c.out, rawQuery)
@@ -180,7 +256,8 @@ func (c *canonicalizer) appendQuery(rawQuery, skipKey string) {
 }
 
 // appendPairs appends every (name, value) pair of vals, sorted by name,
-// then value.
+// then value (version 1: the order of repeated values is lost, fixed in
+// version 2).
 func (c *canonicalizer) appendPairs(vals url.Values) {
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
@@ -333,6 +410,7 @@ func skipJSON(in []byte, pos int) (int, error) {
 // ",", to dst. ok is false when the body is not JSON or a field is absent
 // or null.
 func fieldsKeyValues(c *canonicalizer, dst []byte, body []byte, fields [][]string) ([]byte, bool) {
+	c.exact = true
 	// Validate (and canonicalise) once; then pick the fields.
 	mark := len(c.out)
 	if err := c.canonicalize(body, nil); err != nil {

@@ -14,7 +14,8 @@ import (
 
 // errNotJSON is returned for input that RFC 8785 cannot canonicalise:
 // malformed JSON, invalid UTF-8, lone surrogates, duplicate object keys,
-// numbers out of float64 range, or nesting deeper than maxJSONDepth.
+// numbers out of float64 range (not with exact numbers, which take any),
+// or nesting deeper than maxJSONDepth.
 var errNotJSON = errors.New("not canonicalisable JSON")
 
 const maxJSONDepth = 512
@@ -40,6 +41,21 @@ type canonicalizer struct {
 	mem     []jsonMember
 	excl    [][]string
 	depth   int
+	// exact selects exact numbers (fingerprint version 2 and fields keys):
+	// a number's canonical text is its decimal value, not the value of the
+	// nearest double (see appendExactNumber). CanonicalJSON (RFC 8785) and
+	// version 1 leave it false.
+	exact bool
+	// v1differs is set (with exact) when the exact text of a number in the
+	// output is not the text that version 1 writes for it (or version 1
+	// refuses it). Excluded members do not count: it depends only on the
+	// canonical output.
+	v1differs bool
+	// digits and v1num are scratch for exact numbers.
+	digits, v1num []byte
+	// pairs and pbuf hold a decoded query or form (pairs.go).
+	pairs []qpair
+	pbuf  []byte
 	// vs, ve is the pending verbatim span: the output so far is out
 	// followed by in[vs:ve]. Input that is already canonical (most of it)
 	// is copied in long runs instead of token by token.
@@ -572,9 +588,11 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 		}
 	}
 	fracEnd := pos
+	expStart := pos
 	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
 		hasExp = true
 		pos++
+		expStart = pos
 		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
 			pos++
 		}
@@ -587,7 +605,20 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 		}
 	}
 	lit := in[start:pos]
-	if !hasExp && c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd) {
+	if !hasExp {
+		if ok, long := c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd); ok {
+			if long && !c.v1differs {
+				c.checkV1Number(lit, start != intStart, in[intStart:fracEnd], nil)
+			}
+			return pos, nil
+		}
+	}
+	if c.exact {
+		c.flush()
+		c.out = c.appendExactNumber(c.out, start != intStart, in[intStart:fracEnd], in[expStart:pos])
+		if !c.v1differs {
+			c.checkV1Number(lit, start != intStart, in[intStart:fracEnd], in[expStart:pos])
+		}
 		return pos, nil
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
@@ -603,9 +634,15 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 // has at most 15 significant digits and is not below 1e-6: such a decimal
 // is exactly the shortest representation of its double, so ECMAScript
 // prints its own digits (trailing fraction zeros and a -0 sign dropped).
+// With exact numbers the digit limit is that of ECMAScript's plain layout
+// instead (at most 21 integer digits): the number's own digits are its
+// exact canonical form.
 // The literal is in[start:fracEnd]; when it is its own canonical form (no
 // fraction zeros dropped, no -0) it is copied as it is.
-func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) bool {
+//
+// long reports that the exact limits applied where version 1's did not
+// (more than 15 significant digits).
+func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd int) (ok, long bool) {
 	var frac []byte
 	trimmed := false
 	if dot >= 0 {
@@ -619,35 +656,37 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		if len(frac) == 0 {
 			if len(sign) == 0 && dot < 0 {
 				c.verbatim(start, fracEnd)
-				return true
+				return true, long
 			}
 			c.flush()
 			c.out = append(c.out, '0')
-			return true
+			return true, long
 		}
 		lz := 0
 		for lz < len(frac) && frac[lz] == '0' {
 			lz++
 		}
-		if len(frac)-lz > 15 || lz >= 6 {
-			return false
+		if lz >= 6 || (len(frac)-lz > 15 && !c.exact) {
+			return false, false
 		}
+		long = len(frac)-lz > 15
 		if !trimmed {
 			c.verbatim(start, fracEnd)
-			return true
+			return true, long
 		}
 		c.flush()
 		c.out = append(c.out, sign...)
 		c.out = append(c.out, '0', '.')
 		c.out = append(c.out, frac...)
-		return true
+		return true, long
 	}
-	if len(intPart)+len(frac) > 15 {
-		return false
+	if len(intPart)+len(frac) > 15 && (!c.exact || len(intPart) > 21) {
+		return false, false
 	}
+	long = len(intPart)+len(frac) > 15
 	if !trimmed {
 		c.verbatim(start, fracEnd)
-		return true
+		return true, long
 	}
 	c.flush()
 	c.out = append(c.out, sign...)
@@ -656,7 +695,7 @@ func (c *canonicalizer) fastNumber(start int, sign, intPart []byte, dot, fracEnd
 		c.out = append(c.out, '.')
 		c.out = append(c.out, frac...)
 	}
-	return true
+	return true, long
 }
 
 // appendES6Number formats f as ECMAScript's Number.prototype.toString
@@ -689,12 +728,18 @@ func appendES6Number(dst []byte, f float64) []byte {
 	if neg {
 		exp = -exp
 	}
-	n := exp + 1
-	d := digits[:k]
+	return appendDecimal(dst, digits[:k], int64(exp+1))
+}
+
+// appendDecimal writes the positive decimal 0.d × 10^n (d: significant
+// digits, no leading or trailing zeros) in ECMAScript's Number layout:
+// plain digits while 10^-7 < value < 10^21, else d.ddde±x.
+func appendDecimal(dst, d []byte, n int64) []byte {
+	k := int64(len(d))
 	switch {
 	case k <= n && n <= 21:
 		dst = append(dst, d...)
-		for j := 0; j < n-k; j++ {
+		for j := int64(0); j < n-k; j++ {
 			dst = append(dst, '0')
 		}
 	case 0 < n && n <= 21:
@@ -703,17 +748,12 @@ func appendES6Number(dst []byte, f float64) []byte {
 		dst = append(dst, d[n:]...)
 	case -6 < n && n <= 0:
 		dst = append(dst, '0', '.')
-		for j := 0; j < -n; j++ {
+		for j := int64(0); j < -n; j++ {
 			dst = append(dst, '0')
 		}
 		dst = append(dst, d...)
 	default:
-		dst = append(dst, d[0])
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = append(dst, d[1:]...)
-		}
-		dst = append(dst, 'e')
+		dst = appendSci(dst, d)
 		e := n - 1
 		if e >= 0 {
 			dst = append(dst, '+')
@@ -721,9 +761,162 @@ func appendES6Number(dst []byte, f float64) []byte {
 			dst = append(dst, '-')
 			e = -e
 		}
-		dst = strconv.AppendInt(dst, int64(e), 10)
+		dst = strconv.AppendInt(dst, e, 10)
 	}
 	return dst
+}
+
+// appendSci writes d[0] [. d[1:]] e.
+func appendSci(dst, d []byte) []byte {
+	dst = append(dst, d[0])
+	if len(d) > 1 {
+		dst = append(dst, '.')
+		dst = append(dst, d[1:]...)
+	}
+	return append(dst, 'e')
+}
+
+// appendExactNumber writes the exact canonical text of a JSON number: the
+// ECMAScript layout of its decimal value (as appendDecimal), worked out on
+// the digits, never through a float64, so that two numbers get one text
+// exactly when they denote the same decimal value (1000 = 1000.0 = 1e3,
+// -0 = 0; 2^53+1 != 2^53). Whenever the value is that of the shortest
+// text of its nearest double, this is the RFC 8785 text too. mant is the
+// digits with the optional fraction point; exp the exponent's optional sign
+// and digits (empty: none). The work is linear in the literal's length,
+// whatever the exponent (1e999999999 is "1e+999999999").
+func (c *canonicalizer) appendExactNumber(dst []byte, neg bool, mant, exp []byte) []byte {
+	intLen := len(mant)
+	for i, ch := range mant {
+		if ch == '.' {
+			intLen = i
+			break
+		}
+	}
+	first, last := -1, -1
+	for i, ch := range mant {
+		if ch != '.' && ch != '0' {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return append(dst, '0')
+	}
+	// The value is 0.d × 10^(n0 + exponent).
+	var n0 int64
+	if first < intLen {
+		n0 = int64(intLen - first)
+	} else {
+		n0 = -int64(first - intLen - 1)
+	}
+	d := c.digits[:0]
+	for _, ch := range mant[first : last+1] {
+		if ch != '.' {
+			d = append(d, ch)
+		}
+	}
+	c.digits = d
+	if neg {
+		dst = append(dst, '-')
+	}
+	eneg := false
+	if len(exp) > 0 && (exp[0] == '+' || exp[0] == '-') {
+		eneg = exp[0] == '-'
+		exp = exp[1:]
+	}
+	for len(exp) > 0 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	if len(exp) <= 18 {
+		var e int64
+		for _, ch := range exp {
+			e = e*10 + int64(ch-'0')
+		}
+		if eneg {
+			e = -e
+		}
+		return appendDecimal(dst, d, n0+e)
+	}
+	// |exponent| >= 10^18: always the d.ddde±x layout, with x = exponent +
+	// n0 - 1 added in decimal (|n0 - 1| is below the input's length, so the
+	// sign stays the exponent's).
+	dst = appendSci(dst, d)
+	if eneg {
+		dst = append(dst, '-')
+	} else {
+		dst = append(dst, '+')
+	}
+	delta := n0 - 1
+	if eneg {
+		delta = -delta
+	}
+	mark := len(dst)
+	dst = append(dst, exp...)
+	if delta >= 0 {
+		return addDecimal(dst, mark, uint64(delta))
+	}
+	return subDecimal(dst, mark, uint64(-delta))
+}
+
+// checkV1Number sets c.v1differs when version 1 (float64, RFC 8785) would
+// not write the exact text of this number: its value is not that of the
+// shortest text of its nearest double, or it is out of float64's range.
+func (c *canonicalizer) checkV1Number(lit []byte, neg bool, mant, exp []byte) {
+	f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
+	if err != nil || math.IsInf(f, 0) {
+		c.v1differs = true
+		return
+	}
+	v1 := appendES6Number(c.v1num[:0], f)
+	mark := len(v1)
+	v1 = c.appendExactNumber(v1, neg, mant, exp)
+	c.v1num = v1
+	if string(v1[:mark]) != string(v1[mark:]) {
+		c.v1differs = true
+	}
+}
+
+// addDecimal adds v to the decimal digits dst[mark:].
+func addDecimal(dst []byte, mark int, v uint64) []byte {
+	for i := len(dst) - 1; i >= mark && v > 0; i-- {
+		s := uint64(dst[i]-'0') + v%10
+		v /= 10
+		if s >= 10 {
+			s -= 10
+			v++
+		}
+		dst[i] = byte(s) + '0'
+	}
+	if v > 0 {
+		var pre [20]byte
+		p := strconv.AppendUint(pre[:0], v, 10)
+		dst = append(dst, p...)
+		copy(dst[mark+len(p):], dst[mark:len(dst)-len(p)])
+		copy(dst[mark:], p)
+	}
+	return dst
+}
+
+// subDecimal subtracts v from the decimal digits dst[mark:], which are
+// larger than v, and drops the leading zeros that leaves.
+func subDecimal(dst []byte, mark int, v uint64) []byte {
+	for i := len(dst) - 1; i >= mark && v > 0; i-- {
+		s := int(dst[i]-'0') - int(v%10)
+		v /= 10
+		if s < 0 {
+			s += 10
+			v++
+		}
+		dst[i] = byte(s) + '0'
+	}
+	z := mark
+	for z < len(dst)-1 && dst[z] == '0' {
+		z++
+	}
+	return append(dst[:mark], dst[z:]...)
 }
 
 func (c *canonicalizer) keyBytes(m *jsonMember) []byte {
@@ -853,10 +1046,12 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(pos-1, pos)
 		}
 		flushes := c.flushes
+		differs := c.v1differs
 		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
 			return pos, err
 		}
 		if skip {
+			c.v1differs = differs // only what is hashed counts
 			c.flush()
 			c.out = c.out[:os-comma]
 		} else {
@@ -1041,11 +1236,13 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(commaPos, commaPos+1)
 		}
 		var err error
+		differs := c.v1differs
 		pos, err = c.inlineValue(pos, child, pdepth+1)
 		if err != nil {
 			return pos, err
 		}
 		if skip {
+			c.v1differs = differs // only what is hashed counts
 			c.flush()
 			c.out = c.out[:mark]
 		} else {

@@ -11,7 +11,8 @@ import (
 
 // TestQueryCountsInFingerprint: the query is part of the request, so a key
 // reused with another query (a dry run, then the real run) is a mismatch,
-// not a replay of the other run; the order of the pairs does not matter,
+// not a replay of the other run; the order of different names does not
+// matter (that of one name's values does: TestRepeatedValuesKeepTheirOrder),
 // and a query-sourced key is not part of its own fingerprint.
 func TestQueryCountsInFingerprint(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,0 +1,33 @@
+package runtime
+
+import "strings"
+
+// FingerprintAt is Fingerprint with the algorithm of another version (1 or
+// 2), for tests of records written by version 1.
+func FingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
+	return fingerprintAt(version, method, route, params, contentType, body, include, exclude)
+}
+
+// CanonicalExact is CanonicalJSON with exact numbers: the JSON text that a
+// version 2 fingerprint hashes.
+func CanonicalExact(in []byte) ([]byte, error) {
+	c := &canonicalizer{exact: true}
+	if err := c.canonicalize(in, nil); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// FieldsKey is the key that a fields-keyed operation of scope derives from
+// body (fields: dotted paths, as Policy.KeyFields).
+func FieldsKey(scope string, body []byte, fields ...string) (string, bool) {
+	var toks [][]string
+	for _, f := range fields {
+		toks = append(toks, strings.Split(f, "."))
+	}
+	vals, ok := fieldsKeyValues(&canonicalizer{}, nil, body, toks)
+	if !ok {
+		return "", false
+	}
+	return derivedKey(scope, vals), true
+}
