@@ -19,12 +19,15 @@ type engine struct {
 	log       *slog.Logger
 	// storeTimeout is Options.StoreTimeout (see bound).
 	storeTimeout time.Duration
+	// inProcess is set for the MemoryStore, whose calls take a mutex and
+	// never wait on I/O: bounding them would only cost a timer per call.
+	inProcess bool
 }
 
 // bound is how long one store call of op may take: 0 for no bound.
 func (e *engine) bound(op *operation) time.Duration {
 	switch {
-	case e.storeTimeout < 0:
+	case e.storeTimeout < 0 || e.inProcess:
 		return 0
 	case e.storeTimeout > 0:
 		return e.storeTimeout

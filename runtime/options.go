@@ -52,7 +52,8 @@ type Options struct {
 	// operation's lease when that is shorter; negative means no bound (the
 	// request's context only). A positive value must be shorter than every
 	// policy's lease: a claim answered after its lease ended could run the
-	// handler beside another attempt that took the key over.
+	// handler beside another attempt that took the key over. Calls to a
+	// MemoryStore are never bounded: they wait on no I/O.
 	StoreTimeout time.Duration
 }
 
@@ -250,6 +251,7 @@ func newEngine(opts Options) (*engine, error) {
 	}
 	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, storeTimeout: opts.StoreTimeout}
 	e.txStore, _ = opts.Store.(TxStore)
+	_, e.inProcess = opts.Store.(*MemoryStore)
 	return e, nil
 }
 
