@@ -43,6 +43,10 @@ type Config struct {
 	// `paths` that has none (an empty map means `x-idempotent: true`).
 	// It is an overlay for specs one cannot edit.
 	AnnotateMutating map[string]any
+	// AllowRemoteRefs lets $refs name http(s) URLs, fetched while
+	// loading. Without it only relative references to files under the
+	// spec's folder are followed.
+	AllowRemoteRefs bool
 }
 
 // Result is the generated package: file name (relative to the output

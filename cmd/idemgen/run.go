@@ -88,7 +88,7 @@ func version() string {
 
 type genFlags struct {
 	spec, out, pkg, dialect, table, annotate string
-	store, check                             bool
+	store, check, allowRemote                bool
 }
 
 func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
@@ -102,6 +102,7 @@ func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 	fs.StringVar(&g.table, "table", generator.DefaultTable, "the key table's name")
 	fs.BoolVar(&g.store, "store", true, "generate the SQL schema and key store (false: policies and middleware only)")
 	fs.StringVar(&g.annotate, "annotate-mutating", "", "annotate every POST, PUT, PATCH and DELETE operation that has no x-idempotent with this\nannotation: true, or a JSON object such as '{\"principal\":\"anonymous\"}' (for specs you cannot edit)")
+	fs.BoolVar(&g.allowRemote, "allow-remote-refs", false, "follow $refs to http(s) URLs (by default only relative $refs to files under the spec's folder are read)")
 	fs.BoolVar(&g.check, "check", false, "write nothing; list stale, missing and extra idemgen_* files and exit 1 if any")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]\n\n"+
@@ -151,7 +152,8 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		Package:   g.pkg,
 		Dialect:   g.dialect,
 		Table:     g.table,
-		SkipStore: !g.store,
+		SkipStore:       !g.store,
+		AllowRemoteRefs: g.allowRemote,
 	}
 	if g.annotate != "" {
 		if g.annotate == "true" {
@@ -292,6 +294,7 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("idemgen lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	allowRemote := fs.Bool("allow-remote-refs", false, "follow $refs to http(s) URLs")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: idemgen lint -spec FILE\n\nExample:\n  idemgen lint -spec api/openapi.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -307,7 +310,7 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fs.Usage()
 		return exitUsage
 	}
-	cfg := generator.Config{Spec: *spec}
+	cfg := generator.Config{Spec: *spec, AllowRemoteRefs: *allowRemote}
 	if *spec == "-" {
 		data, err := io.ReadAll(stdin)
 		if err != nil {
