@@ -76,7 +76,7 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 		return nil, err
 	}
 	if rel, err := filepath.Rel(fs.dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil, &refError{name, fmt.Sprintf("$ref %s: outside the spec's folder %s; only files under it are read", name, fs.dir)}
+		return nil, &refError{name, fmt.Sprintf("$ref %s: outside the spec's folder; only files under it are read", name)}
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {

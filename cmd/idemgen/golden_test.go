@@ -19,7 +19,8 @@ import (
 // a user would), and the expected idemgen_* files, which form a package
 // that `go test ./...` compiles and exercises with its behaviour_test.go.
 // Negative cases are txtar files in golden/errors (the input spec,
-// optional args, and the expected stderr.txt). `go test ./cmd/idemgen
+// optional args, and the expected stderr.txt; a multi-file spec adds its
+// other files, paths/orders.yaml...). `go test ./cmd/idemgen
 // -update` rewrites both kinds.
 
 func goldenDir() string { return filepath.Join(testutil.RepoRoot(), "golden") }
@@ -112,7 +113,12 @@ func TestGoldenErrors(t *testing.T) {
 					if strings.HasPrefix(f.Name, "openapi.") {
 						spec = f.Name
 					}
-					if err := os.WriteFile(filepath.Join(tmp, f.Name), f.Data, 0o644); err != nil {
+					// A multi-file spec names its files with folders.
+					name := filepath.Join(tmp, filepath.FromSlash(f.Name))
+					if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(name, f.Data, 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}

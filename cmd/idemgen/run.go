@@ -148,10 +148,10 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		g.pkg = strings.ReplaceAll(filepath.Base(abs), "-", "_")
 	}
 	cfg := generator.Config{
-		Spec:      g.spec,
-		Package:   g.pkg,
-		Dialect:   g.dialect,
-		Table:     g.table,
+		Spec:            g.spec,
+		Package:         g.pkg,
+		Dialect:         g.dialect,
+		Table:           g.table,
 		SkipStore:       !g.store,
 		AllowRemoteRefs: g.allowRemote,
 	}
