@@ -181,3 +181,40 @@ func typeCheck(t *testing.T, dirs []string) {
 		}
 	}
 }
+
+// TestTwilioLintPositions: the Twilio spec's JSON holds surrogate-pair
+// escapes (\uD83D...), which take every position kin-openapi records away;
+// each of its lint findings must still point at its operation's key.
+func TestTwilioLintPositions(t *testing.T) {
+	const name = "twilio-api-v2010-1.0.0.json"
+	if raceEnabled {
+		t.Skipf("%s: skipped under -race (see TestRealSpecs)", name)
+	}
+	path := filepath.Join(testutil.SpecsDir(t), name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(string(data)), `\ud83d`) {
+		t.Fatalf("%s no longer holds a surrogate-pair escape; the test tests nothing", name)
+	}
+	ds, err := Lint(context.Background(), Config{Spec: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != mutatingOps[name] {
+		t.Errorf("%d findings, want %d", len(ds), mutatingOps[name])
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, d := range ds {
+		if d.Pos.File != path || d.Pos.Line < 1 || d.Pos.Line > len(lines) || d.Pos.Col < 1 {
+			t.Errorf("finding without a position: %v", d)
+			continue
+		}
+		method := strings.ToLower(strings.Fields(strings.TrimPrefix(d.Msg, "operation "))[0])
+		line := []rune(lines[d.Pos.Line-1])
+		if at := string(line[min(d.Pos.Col-1, len(line)):]); !strings.HasPrefix(at, `"`+method+`"`) {
+			t.Errorf("%v points at %q, want the key %q", d, at, method)
+		}
+	}
+}
