@@ -86,8 +86,8 @@ func TestRemoteRefs(t *testing.T) {
 // only under the spec's folder, and a missing one is reported at its $ref.
 func TestLocalRefs(t *testing.T) {
 	dir := writeSpec(t, map[string]string{
-		"api/openapi.yaml": "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    $ref: paths/a.yaml\n",
-		"api/paths/a.yaml": "post:\n  operationId: a\n  x-idempotent: {key: {fields: [id]}}\n  requestBody: {$ref: '../bodies/a.yaml'}\n  responses: {\"200\": {description: ok}}\n",
+		"api/openapi.yaml":  "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    $ref: paths/a.yaml\n",
+		"api/paths/a.yaml":  "post:\n  operationId: a\n  x-idempotent: {key: {fields: [id]}}\n  requestBody: {$ref: '../bodies/a.yaml'}\n  responses: {\"200\": {description: ok}}\n",
 		"api/bodies/a.yaml": "content:\n  application/json:\n    schema: {type: object, properties: {id: {type: string}}}\n",
 		"secret.yaml":       "content: {}\n",
 	})
