@@ -116,6 +116,11 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return emit(cfg, model, warnings)
+}
+
+// emit returns the files of a model.
+func emit(cfg Config, model *Model, warnings Diagnostics) (*Result, error) {
 	src, err := emitPolicies(model)
 	if err != nil {
 		return nil, err

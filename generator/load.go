@@ -40,6 +40,12 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, e
 	if err != nil {
 		return nil, nil, err
 	}
+	return b.model()
+}
+
+// model runs the builder and returns the model, or every problem found.
+func (b *builder) model() (*Model, Diagnostics, error) {
+	cfg := b.cfg
 	b.run()
 	if err := b.d.err(); err != nil {
 		return nil, nil, err

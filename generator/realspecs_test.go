@@ -1,8 +1,10 @@
 package generator
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"go/format"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -131,6 +133,9 @@ func TestRealSpecs(t *testing.T) {
 		} else if got := len(res.Model.Operations); got != want {
 			t.Errorf("%s: %d operations annotated, want %d", name, got, want)
 		}
+		if src := res.Files[PoliciesFile]; !bytes.Equal(mustFormat(t, src), src) {
+			t.Errorf("%s: %s is not gofmt'd", name, PoliciesFile)
+		}
 		startMiddleware(t, name, res.Model)
 		pkgDir := filepath.Join(out, strings.NewReplacer(".", "_", "-", "_").Replace(name))
 		if err := os.MkdirAll(pkgDir, 0o755); err != nil {
@@ -147,6 +152,15 @@ func TestRealSpecs(t *testing.T) {
 	start = time.Now()
 	typeCheck(t, pkgDirs)
 	t.Logf("type-checked them in %v", time.Since(start).Round(time.Millisecond))
+}
+
+func mustFormat(t *testing.T, src []byte) []byte {
+	t.Helper()
+	out, err := format.Source(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // typeCheck loads the packages in dirs (inside this module, so that the
