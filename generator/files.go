@@ -28,6 +28,12 @@ type specFiles struct {
 	// name files under it only.
 	dir         string
 	allowRemote bool
+	// last is the file the loader was given last: a YAML error is in it
+	// (the loader parses each file right after reading it).
+	last *source
+	// loadText replaces, for the loader, the text of files whose
+	// duplicate keys have been reported (see dedupe).
+	loadText map[*source][]byte
 }
 
 func newSpecFiles(cfg Config, data []byte) *specFiles {
@@ -53,7 +59,7 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 	if u.Scheme == "http" || u.Scheme == "https" {
 		name := u.String()
 		if s := fs.byName[name]; s != nil {
-			return s.text, nil
+			return fs.give(s), nil
 		}
 		if !fs.allowRemote {
 			return nil, &refError{name, fmt.Sprintf("$ref %s: remote references are not followed (no network at generate time); pass -allow-remote-refs to allow them", name)}
@@ -69,7 +75,7 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 	}
 	name := filepath.Clean(filepath.FromSlash(u.Path))
 	if s := fs.byName[name]; s != nil {
-		return s.text, nil
+		return fs.give(s), nil
 	}
 	abs, err := filepath.Abs(name)
 	if err != nil {
@@ -117,7 +123,74 @@ func (fs *specFiles) add(name string, data []byte) []byte {
 	s := newSource(name, data)
 	fs.byName[name] = s
 	fs.read = append(fs.read, s)
-	return data
+	return fs.give(s)
+}
+
+// give returns the text of s for the loader.
+func (fs *specFiles) give(s *source) []byte {
+	fs.last = s
+	if t, ok := fs.loadText[s]; ok {
+		return t
+	}
+	return s.text
+}
+
+// dedupe handles a load error made only of duplicate keys: it reports each
+// one, and gives the loader a copy of the file without the earlier of the
+// keys (the last one wins, as in JSON), so that the next load attempt can
+// go on and find the document's other problems. False when err is
+// anything else, or the file was deduplicated already.
+func (fs *specFiles) dedupe(err error, d *diags) bool {
+	var many *yaml.LoadErrors
+	s := fs.last
+	if !errors.As(err, &many) || len(many.Errors) == 0 || s == nil || fs.loadText[s] != nil {
+		return false
+	}
+	for _, e := range many.Errors {
+		if !strings.Contains(e.Message, "already defined") {
+			return false
+		}
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(s.text, &root) != nil {
+		return false
+	}
+	dropDuplicates(&root)
+	text, merr := yaml.Marshal(&root)
+	if merr != nil {
+		return false
+	}
+	for _, e := range many.Errors {
+		p := Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}
+		d.list = append(d.list, Diagnostic{Pos: p, Frame: s.frame(p),
+			Msg: "invalid YAML: " + e.Message + " (the rest of the document is checked with the last one)"})
+	}
+	if fs.loadText == nil {
+		fs.loadText = map[*source][]byte{}
+	}
+	fs.loadText[s] = text
+	return true
+}
+
+// dropDuplicates removes, from every mapping under n, the entries whose
+// key comes again later in the same mapping.
+func dropDuplicates(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		last := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			last[n.Content[i].Value] = i
+		}
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if last[n.Content[i].Value] == i {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		dropDuplicates(c)
+	}
 }
 
 // loadErrors turns a loader error into located diagnostics: each YAML
@@ -130,7 +203,10 @@ func (fs *specFiles) loadErrors(err error) Diagnostics {
 	var re *refError
 	var many *yaml.LoadErrors
 	var one *yaml.LoadError
-	last := fs.read[len(fs.read)-1] // the loader parses each file right after reading it
+	last := fs.last
+	if last == nil {
+		last = fs.main
+	}
 	switch {
 	case errors.As(err, &re):
 		p := fs.refPos(re.target)

@@ -59,14 +59,25 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 // positions (see locate.go).
 func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	files := newSpecFiles(cfg, data)
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	// readURI decides which $refs are followed.
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = files.readURI
-	doc, err := loadDoc(loader, data, cfg.Spec)
-	if err != nil {
-		return nil, files.loadErrors(err)
+	var dups diags
+	var doc *openapi3.T
+	// Each attempt that fails on duplicate keys only takes them out of
+	// one file (reporting them) and tries again, so that the document's
+	// other problems are found in the same run.
+	for attempts := 0; ; attempts++ {
+		loader := openapi3.NewLoader()
+		loader.Context = ctx
+		// readURI decides which $refs are followed.
+		loader.IsExternalRefsAllowed = true
+		loader.ReadFromURIFunc = files.readURI
+		var err error
+		doc, err = loadDoc(loader, files.give(files.main), cfg.Spec)
+		if err == nil {
+			break
+		}
+		if attempts == maxDedupes || !files.dedupe(err, &dups) {
+			return nil, append(files.loadErrors(err), dups.list...).sorted()
+		}
 	}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		// A Swagger 2.0 document (or any other) decodes to an empty one.
@@ -74,10 +85,13 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 		if doc.OpenAPI == "" {
 			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
 		}
-		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}
+		return nil, append(Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}, dups.list...).sorted()
 	}
-	return &builder{cfg: cfg, doc: doc, files: files}, nil
+	return &builder{cfg: cfg, doc: doc, files: files, d: dups}, nil
 }
+
+// maxDedupes bounds the load attempts after duplicate keys (one per file).
+const maxDedupes = 16
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on
 // malformed input) into errors.
