@@ -31,6 +31,9 @@ type specFiles struct {
 	// last is the file the loader was given last: a YAML error is in it
 	// (the loader parses each file right after reading it).
 	last *source
+	// noPos, while set, makes find return the main file alone: the
+	// positions of a run that will report nothing are never read.
+	noPos bool
 	// loadText replaces, for the loader, the text of files whose
 	// duplicate keys have been reported (see dedupe).
 	loadText map[*source][]byte

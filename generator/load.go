@@ -44,9 +44,21 @@ func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, e
 }
 
 // model runs the builder and returns the model, or every problem found.
+//
+// A run that finds nothing to report needs no positions, so the first run
+// asks for none (each costs a look into the text, and the first look
+// indexes it); when it finds something, a second run on the same loaded
+// document places the diagnostics.
 func (b *builder) model() (*Model, Diagnostics, error) {
 	cfg := b.cfg
+	fresh := *b
+	b.files.noPos = true
 	b.run()
+	b.files.noPos = false
+	if len(b.d.list) > 0 || len(b.w.list) > 0 {
+		*b = fresh
+		b.run()
+	}
 	if err := b.d.err(); err != nil {
 		return nil, nil, err
 	}

@@ -44,11 +44,14 @@ func newSource(name string, text []byte) *source {
 
 func (s *source) lineStarts() []int {
 	if s.lines == nil {
-		s.lines = []int{0}
-		for i, c := range s.text {
-			if c == '\n' {
-				s.lines = append(s.lines, i+1)
+		s.lines = make([]int, 1, bytes.Count(s.text, []byte{'\n'})+1)
+		for i := 0; ; {
+			j := bytes.IndexByte(s.text[i:], '\n')
+			if j < 0 {
+				break
 			}
+			i += j + 1
+			s.lines = append(s.lines, i)
 		}
 	}
 	return s.lines
@@ -226,9 +229,13 @@ func (s *source) blockChildren(from, keyIndent int) map[string]int {
 		for ind < len(line) && line[ind] == ' ' {
 			ind++
 		}
-		rest := bytes.TrimRight(line[ind:], "\r\n")
+		rest := line[ind:]
+		if childIndent >= 0 && ind > childIndent {
+			start = end // deeper: inside a child's value
+			continue
+		}
 		switch {
-		case len(rest) == 0 || rest[0] == '#':
+		case len(rest) == 0 || rest[0] == '#' || rest[0] == '\n' || rest[0] == '\r':
 		case ind <= keyIndent || (keyIndent < 0 && childIndent >= 0 && ind < childIndent):
 			return m
 		case childIndent < 0 || ind == childIndent:
@@ -392,6 +399,9 @@ const maxRefHops = 32
 func (fs *specFiles) find(keys ...string) Pos {
 	s, off := fs.main, rootKey
 	cur := Pos{File: s.name}
+	if fs.noPos {
+		return cur
+	}
 	keys = slices.Clone(keys)
 	for hops := 0; len(keys) > 0; {
 		kids := s.children(off)
