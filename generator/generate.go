@@ -23,10 +23,12 @@ import (
 // Config is what one generation needs.
 type Config struct {
 	// Spec is the path of the OpenAPI document. Diagnostics name it as
-	// given.
+	// given, and the files its relative $refs name relative to it (they
+	// are read from its folder, and must be under it).
 	Spec string
 	// SpecData, when non-nil, is the document's content; Spec is then only
-	// its name (for diagnostics and the package doc).
+	// its name (for diagnostics, the package doc, and the folder its
+	// $refs are read from).
 	SpecData []byte
 	// Package is the Go package name of the generated code.
 	Package string
