@@ -43,9 +43,17 @@ func newSpecFiles(cfg Config, data []byte) *specFiles {
 	main := newSource(cfg.Spec, data)
 	fs := &specFiles{main: main, byName: map[string]*source{filepath.Clean(cfg.Spec): main}, read: []*source{main}, allowRemote: cfg.AllowRemoteRefs}
 	if abs, err := filepath.Abs(filepath.Dir(cfg.Spec)); err == nil {
-		fs.dir = abs
+		fs.dir = realPath(abs)
 	}
 	return fs
+}
+
+// realPath is p with symbolic links resolved, or p when that fails.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // refError is a $ref the generator refuses to read.
@@ -84,6 +92,8 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
+	// A symbolic link under the folder may not lead out of it either.
+	abs = realPath(abs)
 	if rel, err := filepath.Rel(fs.dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, &refError{name, fmt.Sprintf("$ref %s: outside the spec's folder; only files under it are read", name)}
 	}

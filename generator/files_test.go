@@ -100,9 +100,13 @@ func TestLocalRefs(t *testing.T) {
 		t.Errorf("operations %+v", ops)
 	}
 
+	if err := os.Symlink(filepath.Join(dir, "secret.yaml"), filepath.Join(dir, "api", "bodies", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	for body, want := range map[string]string{
-		"../../secret.yaml": "outside the spec's folder",
-		"../bodies/b.yaml":  "no such file",
+		"../../secret.yaml":   "outside the spec's folder",
+		"../bodies/link.yaml": "outside the spec's folder",
+		"../bodies/b.yaml":    "no such file",
 	} {
 		paths := filepath.Join(dir, "api", "paths", "a.yaml")
 		text := "post:\n  operationId: a\n  x-idempotent: true\n  requestBody: {$ref: '" + body + "'}\n  responses: {\"200\": {description: ok}}\n"
