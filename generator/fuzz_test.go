@@ -66,3 +66,23 @@ func testFiles(main string, more ...string) *specFiles {
 	}
 	return fs
 }
+
+// FuzzLocate: finding keys in any text, through any $refs, and showing
+// any position, never panics.
+//
+//	go test ./generator -run '^$' -fuzz FuzzLocate -fuzztime 200000x
+func FuzzLocate(f *testing.F) {
+	f.Add([]byte(minimal), "paths", "/b", "post", "x-idempotent")
+	f.Add([]byte(`{"paths": {"/a": {"$ref": "#/x"}}, "x": {"post": {"x-idempotent": {"ttl": 1}}}}`), "paths", "/a", "post", "x-idempotent")
+	f.Add([]byte("a:\n  $ref: other.yaml#/b\n"), "a", "b", "c", "d")
+	f.Fuzz(func(t *testing.T, text []byte, k1, k2, k3, k4 string) {
+		fs := testFiles(string(text), "other.yaml", string(text))
+		p := fs.find(k1, k2, k3, k4)
+		fs.main.frame(p)
+		if p.Line > 0 {
+			if off := fs.main.offset(p.Line, p.Col); off < 0 {
+				t.Fatalf("%v is not in the text", p)
+			}
+		}
+	})
+}

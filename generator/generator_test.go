@@ -90,7 +90,13 @@ func TestServerBasePath(t *testing.T) {
 }
 
 func TestLocateYAMLAndFlow(t *testing.T) {
-	fs := testFiles(`paths:
+	for _, eol := range []string{"\n", "\r\n"} {
+		testLocateYAMLAndFlow(t, eol)
+	}
+}
+
+func testLocateYAMLAndFlow(t *testing.T, eol string) {
+	fs := testFiles(strings.ReplaceAll(`paths:
   /a/{id}:
     post:
       x-idempotent:
@@ -100,7 +106,7 @@ func TestLocateYAMLAndFlow(t *testing.T) {
         ttl: 1h
       x-other: {ttl: 2h}
       x-flow: {key: {header: X}, "ttl": 3h}
-`)
+`, "\n", eol))
 	op := []string{"paths", "/a/{id}", "post"}
 	at := func(keys ...string) Pos { return fs.find(append(op, keys...)...) }
 	base := Pos{File: "s.yaml", Line: 4, Col: 7}

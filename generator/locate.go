@@ -23,6 +23,10 @@ import (
 // The scan understands YAML block mappings and flow mappings (JSON
 // objects), which is what OpenAPI documents are written as. Where it cannot
 // follow a key (an alias, a complex key) it stops at the last key found.
+// It is a scan of the text rather than a parse into go.yaml.in/yaml/v4's
+// node tree because the parse costs about a third of kin-openapi's whole
+// load (213 ms against 608 ms on Stripe), while indexing only the mappings
+// on the way to 252 operations costs about 10 ms.
 
 // source is one file of the spec: its name in diagnostics, its text, and
 // the children of each mapping indexed so far.
