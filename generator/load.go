@@ -97,7 +97,14 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 		if doc.OpenAPI == "" {
 			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
 		}
-		return nil, append(Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}, dups.list...).sorted()
+		d := Diagnostic{Pos: files.find("openapi"), Msg: msg}
+		if p := files.find("swagger"); p.Line > 0 {
+			d.Pos = p
+		}
+		if d.Pos.Line > 0 {
+			d.Frame = files.main.frame(d.Pos)
+		}
+		return nil, append(Diagnostics{d}, dups.list...).sorted()
 	}
 	return &builder{cfg: cfg, doc: doc, files: files, d: dups}, nil
 }
