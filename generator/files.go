@@ -126,7 +126,11 @@ func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET answered %s", resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxRemoteBytes))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteBytes+1))
+	if err == nil && len(data) > maxRemoteBytes {
+		return nil, fmt.Errorf("larger than %d MiB", maxRemoteBytes>>20)
+	}
+	return data, err
 }
 
 // maxRemoteBytes bounds one remote document.
