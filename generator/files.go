@@ -250,7 +250,14 @@ func yamlDiag(s *source, e *yaml.LoadError, prefix string) Diagnostic {
 	if e.ContextMsg != "" && e.ContextMark.Line > 0 && e.ContextMark != e.Mark {
 		msg += fmt.Sprintf(" (%s at line %d)", e.ContextMsg, e.ContextMark.Line)
 	}
-	return Diagnostic{Pos: Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}, Msg: prefix + "invalid YAML: " + msg}
+	kind := "syntax error: " // JSON documents are parsed as YAML too
+	switch {
+	case strings.Contains(e.Message, "already defined"):
+		kind = "invalid YAML: "
+	case e.Stage == yaml.ConstructorStage:
+		kind = "wrong type: "
+	}
+	return Diagnostic{Pos: Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}, Msg: prefix + kind + msg}
 }
 
 // refPos is where a $ref naming target (as the loader resolved it) is
