@@ -234,7 +234,7 @@ func (b *builder) checkSharedIDs(refs []*opRef, annotated map[*opRef]bool) {
 		}
 		for _, other := range byID[r.op.OperationID] {
 			if annotated[other] {
-				b.d.add(b.fieldPos(r.op.Origin, "operationId"), "operation %s: its operationId %s is also that of the annotated %s, whose policy, Wrap function and default scope are named after it; operationIds must be unique (OpenAPI), set a distinct one",
+				b.d.add(b.at(r.field("operationId")...), "operation %s: its operationId %s is also that of the annotated %s, whose policy, Wrap function and default scope are named after it; operationIds must be unique (OpenAPI), set a distinct one",
 					describeRef(r), r.op.OperationID, describeRef(other))
 				break
 			}

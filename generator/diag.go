@@ -29,9 +29,17 @@ func (p Pos) String() string {
 type Diagnostic struct {
 	Pos Pos
 	Msg string
+	// Frame, when set, shows the offending line with a caret under Pos
+	// (load errors have one).
+	Frame string
 }
 
-func (d Diagnostic) String() string { return d.Pos.String() + ": " + d.Msg }
+func (d Diagnostic) String() string {
+	if d.Frame != "" {
+		return d.Pos.String() + ": " + d.Msg + "\n" + d.Frame
+	}
+	return d.Pos.String() + ": " + d.Msg
+}
 
 // Diagnostics is every problem found in one run, sorted by position. It is
 // the error Generate returns for a spec it cannot generate from; its Error is

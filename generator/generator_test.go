@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -89,8 +90,14 @@ func TestServerBasePath(t *testing.T) {
 }
 
 func TestLocateYAMLAndFlow(t *testing.T) {
-	src := newSource("s.yaml", []byte(`paths:
-  /a:
+	for _, eol := range []string{"\n", "\r\n"} {
+		testLocateYAMLAndFlow(t, eol)
+	}
+}
+
+func testLocateYAMLAndFlow(t *testing.T, eol string) {
+	fs := testFiles(strings.ReplaceAll(`paths:
+  /a/{id}:
     post:
       x-idempotent:
         # a comment
@@ -99,23 +106,75 @@ func TestLocateYAMLAndFlow(t *testing.T) {
         ttl: 1h
       x-other: {ttl: 2h}
       x-flow: {key: {header: X}, "ttl": 3h}
-`))
+`, "\n", eol))
+	op := []string{"paths", "/a/{id}", "post"}
+	at := func(keys ...string) Pos { return fs.find(append(op, keys...)...) }
 	base := Pos{File: "s.yaml", Line: 4, Col: 7}
-	if got := src.find(base, "ttl"); got != (Pos{"s.yaml", 8, 9}) {
+	if got := at("x-idempotent"); got != base {
+		t.Errorf("x-idempotent at %v", got)
+	}
+	if got := at("x-idempotent", "ttl"); got != (Pos{"s.yaml", 8, 9}) {
 		t.Errorf("ttl at %v", got)
 	}
-	if got := src.find(base, "key", "fields"); got != (Pos{"s.yaml", 7, 11}) {
+	if got := at("x-idempotent", "key", "fields"); got != (Pos{"s.yaml", 7, 11}) {
 		t.Errorf("key.fields at %v", got)
 	}
-	if got := src.find(base, "nope"); got != base {
+	if got := at("x-idempotent", "nope"); got != base {
 		t.Errorf("missing key at %v, want the base", got)
 	}
-	flow := Pos{File: "s.yaml", Line: 10, Col: 7}
-	if got := src.find(flow, "ttl"); got != (Pos{"s.yaml", 10, 34}) {
+	if got := at("x-flow", "ttl"); got != (Pos{"s.yaml", 10, 34}) {
 		t.Errorf("flow ttl at %v", got)
 	}
-	if got := src.find(flow, "key", "header"); got != (Pos{"s.yaml", 10, 22}) {
+	if got := at("x-flow", "key", "header"); got != (Pos{"s.yaml", 10, 22}) {
 		t.Errorf("flow key.header at %v", got)
+	}
+}
+
+// TestLocateThroughRefs follows $refs into other files and fragments, and
+// reports the file where the key is written.
+func TestLocateThroughRefs(t *testing.T) {
+	fs := testFiles(`openapi: 3.1.0
+paths:
+  /orders:
+    $ref: paths/orders.yaml
+  /items:
+    $ref: "./paths/orders.yaml#/x-items"
+  /loop: {$ref: '#/paths/~1loop'}
+`, filepath.Join("paths", "orders.yaml"), `post:
+  operationId: createOrder
+  x-idempotent: {ttl: 1h}
+x-items:
+  put:
+    x-idempotent:
+      ttl: 2h
+`)
+	orders := filepath.Join("paths", "orders.yaml")
+	for _, c := range []struct {
+		keys []string
+		want Pos
+	}{
+		{[]string{"paths", "/orders", "post", "x-idempotent", "ttl"}, Pos{orders, 3, 18}},
+		{[]string{"paths", "/items", "put", "x-idempotent", "ttl"}, Pos{orders, 7, 7}},
+		{[]string{"paths", "/items", "get"}, Pos{orders, 4, 1}}, // the path item it names
+		{[]string{"paths", "/loop", "post"}, Pos{"s.yaml", 7, 3}},
+	} {
+		if got := fs.find(c.keys...); got != c.want {
+			t.Errorf("%v at %v, want %v", c.keys, got, c.want)
+		}
+	}
+}
+
+// TestLocateJSONWithSurrogates places keys in a JSON document holding a
+// surrogate-pair escape, which kin-openapi's origins do not survive.
+func TestLocateJSONWithSurrogates(t *testing.T) {
+	fs := testFiles(`{
+  "info": {"title": "\uD83D\uDC4D \"quoted\" \\"},
+  "paths": {
+    "/\u00e9": {"post": {"x-idempotent": {"ttl": 3}}}
+  }
+}`)
+	if got := fs.find("paths", "/é", "post", "x-idempotent", "ttl"); got != (Pos{"s.yaml", 4, 43}) {
+		t.Errorf("ttl at %v", got)
 	}
 }
 

@@ -31,7 +31,7 @@ func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 	if cfg.Package == "" {
 		cfg.Package = "lint"
 	}
-	b, err := load(ctx, cfg, data, true)
+	b, err := load(ctx, cfg, data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -26,7 +25,7 @@ const (
 type builder struct {
 	cfg      Config
 	doc      *openapi3.T
-	src      *source
+	files    *specFiles
 	d        diags
 	w        diags // warnings: generation goes on
 	defaults *annotation
@@ -40,40 +39,60 @@ type builder struct {
 }
 
 func build(ctx context.Context, cfg Config, data []byte) (*Model, Diagnostics, error) {
-	// Positions are only needed to report problems and warnings, and
-	// recording them costs kin-openapi about half as much time again as the
-	// load itself: load without them first, and again with them only when
-	// there is something to place. A document that does not load is placed
-	// from its text, without origins.
-	m, warnings, loaded, err := buildWith(ctx, cfg, data, false)
-	if (err != nil && loaded || len(warnings) > 0) && ctx.Err() == nil {
-		m, warnings, _, err = buildWith(ctx, cfg, data, true)
+	b, err := load(ctx, cfg, data)
+	if err != nil {
+		return nil, nil, err
 	}
-	return m, warnings, err
+	return b.model()
 }
 
-func buildWith(ctx context.Context, cfg Config, data []byte, origins bool) (*Model, Diagnostics, bool, error) {
-	b, err := load(ctx, cfg, data, origins)
-	if err != nil {
-		return nil, nil, false, err
-	}
+// model runs the builder and returns the model, or every problem found.
+//
+// A run that finds nothing to report needs no positions, so the first run
+// asks for none (each costs a look into the text, and the first look
+// indexes it); when it finds something, a second run on the same loaded
+// document places the diagnostics.
+func (b *builder) model() (*Model, Diagnostics, error) {
+	cfg := b.cfg
+	fresh := *b
+	b.files.noPos = true
 	b.run()
+	b.files.noPos = false
+	if len(b.d.list) > 0 || len(b.w.list) > 0 {
+		*b = fresh
+		b.run()
+	}
 	if err := b.d.err(); err != nil {
-		return nil, nil, true, err
+		return nil, nil, err
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
-	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, b.w.list.sorted(), true, nil
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, b.w.list.sorted(), nil
 }
 
-// load loads the document and returns a builder for it; its errors are
-// Diagnostics.
-func load(ctx context.Context, cfg Config, data []byte, origins bool) (*builder, error) {
-	loader := openapi3.NewLoader()
-	loader.IncludeOrigin = origins
-	loader.Context = ctx
-	doc, err := loadDoc(loader, data, cfg.Spec)
-	if err != nil {
-		return nil, Diagnostics{{Pos: refPos(newSource(cfg.Spec, data), err.Error()), Msg: "cannot load the OpenAPI document: " + err.Error()}}
+// load loads the document, and the files its $refs name, and returns a
+// builder for it; its errors are Diagnostics. The loader records no
+// positions (see locate.go).
+func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
+	files := newSpecFiles(cfg, data)
+	var dups diags
+	var doc *openapi3.T
+	// Each attempt that fails on duplicate keys only takes them out of
+	// one file (reporting them) and tries again, so that the document's
+	// other problems are found in the same run.
+	for attempts := 0; ; attempts++ {
+		loader := openapi3.NewLoader()
+		loader.Context = ctx
+		// readURI decides which $refs are followed.
+		loader.IsExternalRefsAllowed = true
+		loader.ReadFromURIFunc = files.readURI
+		var err error
+		doc, err = loadDoc(loader, files.give(files.main), cfg.Spec)
+		if err == nil {
+			break
+		}
+		if attempts == maxDedupes || !files.dedupe(err, &dups) {
+			return nil, append(files.loadErrors(err), dups.list...).sorted()
+		}
 	}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		// A Swagger 2.0 document (or any other) decodes to an empty one.
@@ -81,34 +100,20 @@ func load(ctx context.Context, cfg Config, data []byte, origins bool) (*builder,
 		if doc.OpenAPI == "" {
 			msg = "not an OpenAPI 3.0 or 3.1 document (no openapi field; convert Swagger 2.0 documents first)"
 		}
-		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: msg}}
-	}
-	return &builder{cfg: cfg, doc: doc, src: newSource(cfg.Spec, data)}, nil
-}
-
-var refInError = regexp.MustCompile(`"(#/[^"]+)"`)
-
-// refPos places a load error at the first $ref it names, when it names one
-// that the text holds; else at the file.
-func refPos(src *source, msg string) Pos {
-	m := refInError.FindAllStringSubmatch(msg, -1)
-	for i := len(m) - 1; i >= 0; i-- {
-		ref := m[i][1]
-		for _, q := range []string{`"`, `'`, ``} {
-			needle := q + ref + q
-			if q == "" {
-				needle = " " + ref
-			}
-			if i := bytes.Index(src.text, []byte(needle)); i >= 0 {
-				if q == "" {
-					i++
-				}
-				return src.pos(i)
-			}
+		d := Diagnostic{Pos: files.find("openapi"), Msg: msg}
+		if p := files.find("swagger"); p.Line > 0 {
+			d.Pos = p
 		}
+		if d.Pos.Line > 0 {
+			d.Frame = files.main.frame(d.Pos)
+		}
+		return nil, append(Diagnostics{d}, dups.list...).sorted()
 	}
-	return Pos{File: src.name}
+	return &builder{cfg: cfg, doc: doc, files: files, d: dups}, nil
 }
+
+// maxDedupes bounds the load attempts after duplicate keys (one per file).
+const maxDedupes = 16
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on
 // malformed input) into errors.
@@ -121,34 +126,14 @@ func loadDoc(loader *openapi3.Loader, data []byte, name string) (doc *openapi3.T
 	return loader.LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(name)})
 }
 
-// fieldPos returns the position of a field of an element with origin o,
-// else of the element, else of the file.
-func (b *builder) fieldPos(o *openapi3.Origin, field string) Pos {
-	if o == nil {
-		return Pos{File: b.cfg.Spec}
-	}
-	if loc, ok := o.Fields.Lookup(field); ok {
-		return Pos{File: b.cfg.Spec, Line: loc.Line, Col: loc.Column}
-	}
-	if o.Key != nil {
-		return Pos{File: b.cfg.Spec, Line: o.Key.Line, Col: o.Key.Column}
-	}
-	return Pos{File: b.cfg.Spec}
-}
+// at returns the position of the key reached by following keys from the
+// document's root (through $refs, into other files): the last one found.
+func (b *builder) at(keys ...string) Pos { return b.files.find(keys...) }
 
-func (b *builder) keyPos(o *openapi3.Origin) Pos {
-	if o == nil || o.Key == nil {
-		return Pos{File: b.cfg.Spec}
-	}
-	return Pos{File: b.cfg.Spec, Line: o.Key.Line, Col: o.Key.Column}
-}
-
-func (b *builder) locator(base Pos) locator {
+// locator locates the keys of an annotation found under keys.
+func (b *builder) locator(keys []string) locator {
 	return func(path ...string) Pos {
-		if len(path) == 0 || base.Line == 0 {
-			return base
-		}
-		return b.src.find(base, path...)
+		return b.at(append(slices.Clip(keys), path...)...)
 	}
 }
 
@@ -160,33 +145,38 @@ type opRef struct {
 	item         *openapi3.PathItem
 	callback     string
 	parent       *opRef
+	// keys lead from the document's root to the operation's key.
+	keys []string
 }
+
+// field is the keys to a field of the operation.
+func (r *opRef) field(name string) []string { return append(slices.Clip(r.keys), name) }
 
 func (b *builder) run() {
 	if v, ok := b.doc.Extensions[extDefaults]; ok {
-		base := b.fieldPos(b.doc.Origin, extDefaults)
 		// On errors the operations go on with the contract's defaults, so
 		// that their own problems are reported in the same run.
-		b.defaults = decodeAnnotation(extDefaults, v, b.locator(base), &b.d)
+		b.defaults = decodeAnnotation(extDefaults, v, b.locator([]string{extDefaults}), &b.d)
 	}
 	if _, ok := b.doc.Extensions[extOp]; ok {
-		b.d.add(b.fieldPos(b.doc.Origin, extOp), "%s belongs on an operation; document-wide defaults go in %s", extOp, extDefaults)
+		b.d.add(b.at(extOp), "%s belongs on an operation; document-wide defaults go in %s", extOp, extDefaults)
 	}
 	var refs []*opRef
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
 		for _, path := range slices.Sorted(maps.Keys(m)) {
-			item := m[path]
-			b.checkPathItem(item)
-			for _, r := range itemOps(item, InPaths, path) {
+			item, keys := m[path], []string{"paths", path}
+			b.checkPathItem(item, keys)
+			for _, r := range itemOps(item, InPaths, path, keys) {
 				refs = append(refs, r)
 				refs = append(refs, callbackOps(r)...)
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.doc.Webhooks)) {
-		b.checkPathItem(b.doc.Webhooks[name])
-		for _, r := range itemOps(b.doc.Webhooks[name], InWebhooks, name) {
+		keys := []string{"webhooks", name}
+		b.checkPathItem(b.doc.Webhooks[name], keys)
+		for _, r := range itemOps(b.doc.Webhooks[name], InWebhooks, name, keys) {
 			refs = append(refs, r)
 			refs = append(refs, callbackOps(r)...)
 		}
@@ -212,13 +202,13 @@ func (b *builder) run() {
 
 // checkPathItem reports annotations put on a path item instead of its
 // operations, where they would silently do nothing.
-func (b *builder) checkPathItem(item *openapi3.PathItem) {
+func (b *builder) checkPathItem(item *openapi3.PathItem, keys []string) {
 	if item == nil {
 		return
 	}
 	for _, ext := range []string{extOp, extDefaults} {
 		if _, ok := item.Extensions[ext]; ok {
-			b.d.add(b.fieldPos(item.Origin, ext), "%s belongs on an operation (post, put...), not on its path item", ext)
+			b.d.add(b.at(append(slices.Clip(keys), ext)...), "%s belongs on an operation (post, put...), not on its path item", ext)
 		}
 	}
 }
@@ -262,7 +252,8 @@ func (b *builder) checkRoutes() {
 	}
 }
 
-func itemOps(item *openapi3.PathItem, kind OpKind, path string) []*opRef {
+// itemOps lists the operations of a path item found under keys.
+func itemOps(item *openapi3.PathItem, kind OpKind, path string, keys []string) []*opRef {
 	if item == nil {
 		return nil
 	}
@@ -272,7 +263,8 @@ func itemOps(item *openapi3.PathItem, kind OpKind, path string) []*opRef {
 		if ops[m] == nil {
 			continue
 		}
-		out = append(out, &opRef{kind: kind, method: strings.ToUpper(m), path: path, op: ops[m], item: item})
+		out = append(out, &opRef{kind: kind, method: strings.ToUpper(m), path: path, op: ops[m], item: item,
+			keys: append(slices.Clip(keys), strings.ToLower(m))})
 	}
 	return out
 }
@@ -287,7 +279,7 @@ func callbackOps(parent *opRef) []*opRef {
 		}
 		m := ref.Value.Map()
 		for _, expr := range slices.Sorted(maps.Keys(m)) {
-			for _, r := range itemOps(m[expr], InCallbacks, expr) {
+			for _, r := range itemOps(m[expr], InCallbacks, expr, append(parent.field("callbacks"), name, expr)) {
 				r.callback = name
 				r.parent = parent
 				out = append(out, r)
@@ -309,24 +301,25 @@ func mutating(method string) bool {
 // has none, is x-idempotent: false, or has errors.
 func (b *builder) operation(r *opRef) *Operation {
 	if _, ok := r.op.Extensions[extDefaults]; ok {
-		b.d.add(b.fieldPos(r.op.Origin, extDefaults), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
+		b.d.add(b.at(r.field(extDefaults)...), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
 	}
 	raw, ok := r.op.Extensions[extOp]
-	base := b.fieldPos(r.op.Origin, extOp)
-	if !ok && r.kind == InPaths && mutating(r.method) {
-		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.keyPos(r.op.Origin), Msg: fmt.Sprintf(
-			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
+	if !ok && (r.kind != InPaths || !mutating(r.method)) {
+		return nil
 	}
+	base := b.at(r.field(extOp)...)
 	if !ok {
-		if b.cfg.AnnotateMutating == nil || r.kind != InPaths || !mutating(r.method) {
+		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Msg: fmt.Sprintf(
+			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
+		if b.cfg.AnnotateMutating == nil {
 			return nil
 		}
-		raw, base = b.cfg.AnnotateMutating, b.keyPos(r.op.Origin)
+		raw, base = b.cfg.AnnotateMutating, b.at(r.keys...)
 		if len(b.cfg.AnnotateMutating) == 0 {
 			raw = true
 		}
 	}
-	at := b.locator(base)
+	at := b.locator(r.field(extOp))
 	if !ok {
 		at = func(...string) Pos { return base }
 	}

@@ -1,8 +1,10 @@
 package generator
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"go/format"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -132,6 +134,9 @@ func TestRealSpecs(t *testing.T) {
 		} else if got := len(res.Model.Operations); got != want {
 			t.Errorf("%s: %d operations annotated, want %d", name, got, want)
 		}
+		if src := res.Files[PoliciesFile]; !bytes.Equal(mustFormat(t, src), src) {
+			t.Errorf("%s: %s is not gofmt'd", name, PoliciesFile)
+		}
 		startMiddleware(t, name, res.Model)
 		pkgDir := filepath.Join(out, strings.NewReplacer(".", "_", "-", "_").Replace(name))
 		if err := os.MkdirAll(pkgDir, 0o755); err != nil {
@@ -148,6 +153,15 @@ func TestRealSpecs(t *testing.T) {
 	start = time.Now()
 	typeCheck(t, pkgDirs)
 	t.Logf("type-checked them in %v", time.Since(start).Round(time.Millisecond))
+}
+
+func mustFormat(t *testing.T, src []byte) []byte {
+	t.Helper()
+	out, err := format.Source(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // typeCheck loads the packages in dirs (inside this module, so that the
@@ -254,5 +268,42 @@ func TestRealSpecsOneRun(t *testing.T) {
 				t.Errorf("one run reported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestTwilioLintPositions: the Twilio spec's JSON holds surrogate-pair
+// escapes (\uD83D...), which take every position kin-openapi records away;
+// each of its lint findings must still point at its operation's key.
+func TestTwilioLintPositions(t *testing.T) {
+	const name = "twilio-api-v2010-1.0.0.json"
+	if raceEnabled {
+		t.Skipf("%s: skipped under -race (see TestRealSpecs)", name)
+	}
+	path := filepath.Join(testutil.SpecsDir(t), name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(string(data)), `\ud83d`) {
+		t.Fatalf("%s no longer holds a surrogate-pair escape; the test tests nothing", name)
+	}
+	ds, err := Lint(context.Background(), Config{Spec: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != mutatingOps[name] {
+		t.Errorf("%d findings, want %d", len(ds), mutatingOps[name])
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, d := range ds {
+		if d.Pos.File != path || d.Pos.Line < 1 || d.Pos.Line > len(lines) || d.Pos.Col < 1 {
+			t.Errorf("finding without a position: %v", d)
+			continue
+		}
+		method := strings.ToLower(strings.Fields(strings.TrimPrefix(d.Msg, "operation "))[0])
+		line := []rune(lines[d.Pos.Line-1])
+		if at := string(line[min(d.Pos.Col-1, len(line)):]); !strings.HasPrefix(at, `"`+method+`"`) {
+			t.Errorf("%v points at %q, want the key %q", d, at, method)
+		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 // Negative cases are txtar files in golden/errors (the input spec,
 // optional args, and the expected stderr.txt; or, when args starts with
 // lint, the expected stdout.txt of idemgen lint; an optional exit file
-// holds the exit status when it is not 1). `go test ./cmd/idemgen
+// holds the exit status when it is not 1; a multi-file spec adds its
+// other files, paths/orders.yaml...). `go test ./cmd/idemgen
 // -update` rewrites both kinds.
 
 func goldenDir() string { return filepath.Join(testutil.RepoRoot(), "golden") }
@@ -120,7 +121,12 @@ func TestGoldenErrors(t *testing.T) {
 					if strings.HasPrefix(f.Name, "openapi.") {
 						spec = f.Name
 					}
-					if err := os.WriteFile(filepath.Join(tmp, f.Name), f.Data, 0o644); err != nil {
+					// A multi-file spec names its files with folders.
+					name := filepath.Join(tmp, filepath.FromSlash(f.Name))
+					if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(name, f.Data, 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}

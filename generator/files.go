@@ -1,0 +1,321 @@
+package generator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v4"
+)
+
+// specFiles are the files of one spec: its main document and the files its
+// $refs name, each read once and kept for placing diagnostics.
+type specFiles struct {
+	main   *source
+	byName map[string]*source
+	read   []*source // in the order the loader read them, main first
+	// dir is the absolute folder of the main document: local $refs may
+	// name files under it only.
+	dir         string
+	allowRemote bool
+	// last is the file the loader was given last: a YAML error is in it
+	// (the loader parses each file right after reading it).
+	last *source
+	// noPos, while set, makes find return the main file alone: the
+	// positions of a run that will report nothing are never read.
+	noPos bool
+	// loadText replaces, for the loader, the text of files whose
+	// duplicate keys have been reported (see dedupe).
+	loadText map[*source][]byte
+}
+
+func newSpecFiles(cfg Config, data []byte) *specFiles {
+	main := newSource(cfg.Spec, data)
+	fs := &specFiles{main: main, byName: map[string]*source{filepath.Clean(cfg.Spec): main}, read: []*source{main}, allowRemote: cfg.AllowRemoteRefs}
+	if abs, err := filepath.Abs(filepath.Dir(cfg.Spec)); err == nil {
+		fs.dir = realPath(abs)
+	}
+	return fs
+}
+
+// realPath is p with symbolic links resolved, or p when that fails.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// refError is a $ref the generator refuses to read.
+type refError struct {
+	target string // the file or URL, as the loader resolved it
+	msg    string
+}
+
+func (e *refError) Error() string { return e.msg }
+
+// readURI is the loader's ReadFromURIFunc: it reads local files under the
+// main document's folder, and remote documents only when allowed.
+func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error) {
+	if u.Scheme == "http" || u.Scheme == "https" {
+		name := u.String()
+		if s := fs.byName[name]; s != nil {
+			return fs.give(s), nil
+		}
+		if !fs.allowRemote {
+			return nil, &refError{name, fmt.Sprintf("$ref %s: remote references are not followed (no network at generate time); pass -allow-remote-refs to allow them", name)}
+		}
+		data, err := fetch(loader.Context, u)
+		if err != nil {
+			return nil, &refError{name, fmt.Sprintf("$ref %s: %v", name, err)}
+		}
+		return fs.add(name, data), nil
+	}
+	if u.Scheme != "" && u.Scheme != "file" || u.Host != "" {
+		return nil, &refError{u.String(), fmt.Sprintf("$ref %s: only relative references to local files (and, with -allow-remote-refs, http(s) URLs) are followed", u)}
+	}
+	name := filepath.Clean(filepath.FromSlash(u.Path))
+	if s := fs.byName[name]; s != nil {
+		return fs.give(s), nil
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, err
+	}
+	// A symbolic link under the folder may not lead out of it either.
+	abs = realPath(abs)
+	if rel, err := filepath.Rel(fs.dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, &refError{name, fmt.Sprintf("$ref %s: outside the spec's folder; only files under it are read", name)}
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &refError{name, fmt.Sprintf("$ref %s: no such file", name)}
+		}
+		return nil, err
+	}
+	return fs.add(name, data), nil
+}
+
+// fetch GETs a remote document (-allow-remote-refs).
+func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET answered %s", resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteBytes+1))
+	if err == nil && len(data) > maxRemoteBytes {
+		return nil, fmt.Errorf("larger than %d MiB", maxRemoteBytes>>20)
+	}
+	return data, err
+}
+
+// maxRemoteBytes bounds one remote document.
+const maxRemoteBytes = 64 << 20
+
+func (fs *specFiles) add(name string, data []byte) []byte {
+	s := newSource(name, data)
+	fs.byName[name] = s
+	fs.read = append(fs.read, s)
+	return fs.give(s)
+}
+
+// give returns the text of s for the loader.
+func (fs *specFiles) give(s *source) []byte {
+	fs.last = s
+	if t, ok := fs.loadText[s]; ok {
+		return t
+	}
+	return s.text
+}
+
+// dedupe handles a load error made only of duplicate keys: it reports each
+// one, and gives the loader a copy of the file without the earlier of the
+// keys (the last one wins, as in JSON), so that the next load attempt can
+// go on and find the document's other problems. False when err is
+// anything else, or the file was deduplicated already.
+func (fs *specFiles) dedupe(err error, d *diags) bool {
+	var many *yaml.LoadErrors
+	s := fs.last
+	if !errors.As(err, &many) || len(many.Errors) == 0 || s == nil || fs.loadText[s] != nil {
+		return false
+	}
+	for _, e := range many.Errors {
+		if !strings.Contains(e.Message, "already defined") {
+			return false
+		}
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(s.text, &root) != nil {
+		return false
+	}
+	dropDuplicates(&root)
+	text, merr := yaml.Marshal(&root)
+	if merr != nil {
+		return false
+	}
+	for _, e := range many.Errors {
+		p := Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}
+		d.list = append(d.list, Diagnostic{Pos: p, Frame: s.frame(p),
+			Msg: "invalid YAML: " + e.Message + " (the rest of the document is checked with the last one)"})
+	}
+	if fs.loadText == nil {
+		fs.loadText = map[*source][]byte{}
+	}
+	fs.loadText[s] = text
+	return true
+}
+
+// dropDuplicates removes, from every mapping under n, the entries whose
+// key comes again later in the same mapping.
+func dropDuplicates(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		last := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			last[n.Content[i].Value] = i
+		}
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if last[n.Content[i].Value] == i {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		dropDuplicates(c)
+	}
+}
+
+// loadErrors turns a loader error into located diagnostics: each YAML
+// error at its line and column in the file being read, a refused or
+// missing $ref (and a dangling one) where it is written; each with the
+// offending line shown.
+func (fs *specFiles) loadErrors(err error) Diagnostics {
+	const prefix = "cannot load the OpenAPI document: "
+	var ds Diagnostics
+	var re *refError
+	var many *yaml.LoadErrors
+	var one *yaml.LoadError
+	last := fs.last
+	if last == nil {
+		last = fs.main
+	}
+	switch {
+	case errors.As(err, &re):
+		p := fs.refPos(re.target)
+		ds = Diagnostics{{Pos: p, Msg: prefix + re.msg}}
+	case errors.As(err, &many) && len(many.Errors) > 0:
+		for _, e := range many.Errors {
+			ds = append(ds, yamlDiag(last, e, prefix))
+		}
+	case errors.As(err, &one):
+		ds = Diagnostics{yamlDiag(last, one, prefix)}
+	default:
+		ds = Diagnostics{{Pos: fs.fragmentPos(err.Error()), Msg: prefix + err.Error()}}
+	}
+	for i := range ds {
+		if s := fs.byName[filepath.Clean(ds[i].Pos.File)]; s != nil && ds[i].Pos.Line > 0 {
+			ds[i].Frame = s.frame(ds[i].Pos)
+		}
+	}
+	return ds.sorted()
+}
+
+func yamlDiag(s *source, e *yaml.LoadError, prefix string) Diagnostic {
+	msg := e.Message
+	if e.ContextMsg != "" && e.ContextMark.Line > 0 && e.ContextMark != e.Mark {
+		msg += fmt.Sprintf(" (%s at line %d)", e.ContextMsg, e.ContextMark.Line)
+	}
+	kind := "syntax error: " // JSON documents are parsed as YAML too
+	switch {
+	case strings.Contains(e.Message, "already defined"):
+		kind = "invalid YAML: "
+	case e.Stage == yaml.ConstructorStage:
+		kind = "wrong type: "
+	}
+	return Diagnostic{Pos: Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}, Msg: prefix + kind + msg}
+}
+
+// refPos is where a $ref naming target (as the loader resolved it) is
+// written: the first file, in reading order, holding it.
+func (fs *specFiles) refPos(target string) Pos {
+	for _, s := range fs.read {
+		ref := target
+		if !isRemote(target) {
+			rel, err := filepath.Rel(filepath.Dir(s.name), target)
+			if err != nil {
+				continue
+			}
+			ref = filepath.ToSlash(rel)
+		}
+		if p, ok := s.findRef(ref); ok {
+			return p
+		}
+	}
+	return Pos{File: fs.main.name}
+}
+
+// findRef finds a $ref value starting with ref (quoted or not; a fragment
+// may follow it) in s's text: the position of its opening quote, if any.
+func (s *source) findRef(ref string) (Pos, bool) {
+	for _, q := range []string{`"`, `'`, ` `, `./`} {
+		needle := []byte(q + ref)
+		for from := 0; ; {
+			i := bytes.Index(s.text[from:], needle)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + 1
+			end := i + len(needle)
+			if end < len(s.text) && strings.IndexByte("\"'#\r\n ,}", s.text[end]) < 0 {
+				continue // a longer name
+			}
+			if q == ` ` {
+				i++
+			}
+			return s.pos(i), true
+		}
+	}
+	return Pos{}, false
+}
+
+var fragmentInError = regexp.MustCompile(`"([^"\s]*#/[^"]+)"`)
+
+// fragmentPos places a load error at the last $ref with a fragment that
+// it names and a file of the spec holds; else at the main file.
+func (fs *specFiles) fragmentPos(msg string) Pos {
+	m := fragmentInError.FindAllStringSubmatch(msg, -1)
+	for i := len(m) - 1; i >= 0; i-- {
+		for _, s := range fs.read {
+			if p, ok := s.findRef(m[i][1]); ok {
+				return p
+			}
+		}
+	}
+	return Pos{File: fs.main.name}
+}
