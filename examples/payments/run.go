@@ -19,6 +19,7 @@ type config struct {
 	dsn         string
 	chargeDelay time.Duration
 	sweepEvery  time.Duration
+	otel        bool
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -30,6 +31,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.dsn, "dsn", getenv("PAYMENTS_DSN"), "PostgreSQL (postgres://...) or MySQL (mysql://user@tcp(host:3306)/db) DSN; default $PAYMENTS_DSN, else SQLite")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
+	fs.BoolVar(&c.otel, "otel", false, "report idempotency metrics and span events to the global OpenTelemetry providers (see otel.go)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n\nflags:\n")
 		fs.PrintDefaults()
