@@ -18,8 +18,9 @@
 // conflict, mismatch, unavailable or store_error; a claimed or taken-over
 // request then counts once more, as completed, released, fenced or
 // store_error (saving failed). store_error therefore counts both failed
-// claims (answered 503) and failed saves; the histogram's error.type tells
-// the calls apart.
+// claims (answered 503) and failed saves or releases; on the span, only a
+// failed claim (an event without an epoch) sets idempotency.outcome, and
+// the histogram's idempotency.store.call tells the store calls apart.
 package otelidem
 
 import (
