@@ -31,6 +31,7 @@ from the x-idempotent annotations of an OpenAPI 3.0 or 3.1 document.
 Usage:
   idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]
   idemgen lint -spec FILE
+  idemgen routes -spec FILE [-markdown]
   idemgen version
   idemgen help
 
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runGenerate(ctx, args[1:], stdin, stdout, stderr)
 	case "lint":
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
+	case "routes":
+		return runRoutes(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", version())
 		return exitOK
