@@ -33,7 +33,7 @@ Usage:
   idemgen lint -spec FILE
   idemgen routes -spec FILE [-markdown]
   idemgen version
-  idemgen help
+  idemgen help [generate|lint|routes]
 
 Example (from go generate, in the package that will hold the output):
   //go:generate go tool idemgen generate -spec ../../api/openapi.yaml -out . -package idem -dialect postgres
@@ -42,7 +42,8 @@ or from a shell:
   idemgen generate -spec api/openapi.yaml -out internal/idem -package idem -dialect sqlite
 
 Every file idemgen writes is named idemgen_*; files of that name it no
-longer emits are removed. With -check nothing is written: the stale,
+longer emits are removed. With -check nothing is written: the stale
+files (each with a unified diff from disk to what generate would write),
 missing and extra files are listed and the exit code is 1.
 
 lint lists the POST, PUT, PATCH and DELETE operations that carry no
@@ -69,14 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "idemgen", version())
 		return exitOK
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && args[1] == "generate" {
-			fs, _ := generateFlags(stderr)
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		return runHelp(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "idemgen: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
@@ -105,7 +99,7 @@ func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 	fs.StringVar(&g.table, "table", generator.DefaultTable, "the key table's name")
 	fs.BoolVar(&g.store, "store", true, "generate the SQL schema and key store (false: policies and middleware only)")
 	fs.StringVar(&g.annotate, "annotate-mutating", "", "annotate every POST, PUT, PATCH and DELETE operation that has no x-idempotent with this\nannotation: true, or a JSON object such as '{\"principal\":\"anonymous\"}' (for specs you cannot edit)")
-	fs.BoolVar(&g.check, "check", false, "write nothing; list stale, missing and extra idemgen_* files and exit 1 if any")
+	fs.BoolVar(&g.check, "check", false, "write nothing; list stale (with a diff), missing and extra idemgen_* files and exit 1 if any")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]\n\n"+
 			"Example:\n  idemgen generate -spec api/openapi.yaml -out internal/idem -package idem -dialect postgres\n\nFlags:\n")
@@ -242,7 +236,7 @@ func check(dir string, files map[string][]byte, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		if !bytes.Equal(old, files[name]) {
-			problems = append(problems, "stale: "+path)
+			problems = append(problems, "stale: "+path+"\n"+strings.TrimSuffix(unifiedDiff(path+" (on disk)", path+" (generated)", old, files[name]), "\n"))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(have)) {
@@ -291,7 +285,7 @@ func write(dir string, files map[string][]byte) error {
 	return nil
 }
 
-func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func lintFlags(stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("idemgen lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
@@ -299,6 +293,11 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(fs.Output(), "Usage: idemgen lint -spec FILE\n\nExample:\n  idemgen lint -spec api/openapi.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	return fs, spec
+}
+
+func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, spec := lintFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
