@@ -46,6 +46,9 @@ func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return exitUsage
 	}
+	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen routes", spec, stderr) {
+		return exitUsage
+	}
 	if *spec == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "idemgen routes: want -spec FILE and nothing else")
 		fs.Usage()

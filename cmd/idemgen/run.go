@@ -30,6 +30,7 @@ from the x-idempotent annotations of an OpenAPI 3.0 or 3.1 document.
 
 Usage:
   idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]
+  idemgen generate [flags]       (reads idemgen.yaml: spec and outputs)
   idemgen lint -spec FILE
   idemgen routes -spec FILE [-markdown]
   idemgen version
@@ -45,6 +46,13 @@ Every file idemgen writes is named idemgen_*; files of that name it no
 longer emits are removed. With -check nothing is written: the stale
 files (each with a unified diff from disk to what generate would write),
 missing and extra files are listed and the exit code is 1.
+
+With no -spec, generate, lint and routes read idemgen.yaml in the current
+folder; generate runs once per output, and flags override the file:
+  version: 1
+  spec: openapi.yaml
+  outputs:
+    - {out: internal/idem, package: idem, dialect: postgres}
 
 lint lists the POST, PUT, PATCH and DELETE operations that carry no
 x-idempotent (x-idempotent: false marks one as deliberately unprotected),
@@ -119,6 +127,11 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "idemgen generate: unexpected arguments %q\n", fs.Args())
 		return exitUsage
+	}
+	if g.spec == "" {
+		if code, ok := generateFromConfig(ctx, args, stdin, stdout, stderr); ok {
+			return code // one run per output of idemgen.yaml
+		}
 	}
 	var missing []string
 	if g.spec == "" {
@@ -302,6 +315,9 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitUsage
+	}
+	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen lint", spec, stderr) {
 		return exitUsage
 	}
 	if *spec == "" || fs.NArg() > 0 {
