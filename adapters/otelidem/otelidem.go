@@ -8,7 +8,8 @@
 // Hooks counts every event of the runtime in idempotency.events (attributes
 // idempotency.outcome and idempotency.operation) and marks the request's
 // span (trace.SpanFromContext): one span event per outcome, the attributes
-// idempotency.outcome, idempotency.key and, on replays,
+// idempotency.outcome, idempotency.key (the client's key: on spans only,
+// never on metrics, whose attributes stay few) and, on replays,
 // idempotency.replayed=true. Store times every store call in the histogram
 // idempotency.store.duration (seconds; attributes idempotency.store.call
 // and, on failure, error.type).
