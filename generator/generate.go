@@ -91,7 +91,11 @@ func (c *Config) check() error {
 		case "":
 			errs = append(errs, fmt.Errorf("%w: no dialect given (want postgres, sqlite or mysql)", ErrConfig))
 		default:
-			errs = append(errs, fmt.Errorf("%w: unknown dialect %q (want postgres, sqlite or mysql)", ErrConfig, c.Dialect))
+			hint := ""
+			if s := suggest(c.Dialect, []string{templates.Postgres, templates.SQLite, templates.MySQL}); s != "" {
+				hint = fmt.Sprintf("; did you mean %q?", s)
+			}
+			errs = append(errs, fmt.Errorf("%w: unknown dialect %q (want postgres, sqlite or mysql)%s", ErrConfig, c.Dialect, hint))
 		}
 	}
 	if c.AnnotateMutating != nil {

@@ -296,6 +296,8 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			if res.TakenOver {
 				e.event(ctx, e.hooks.TakenOver, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
 				e.logAt(ctx, slog.LevelInfo, "idempotency: took over a record whose lease ended", op, key, slog.Int64("epoch", res.Epoch))
+			} else {
+				e.event(ctx, e.hooks.Claimed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
 			}
 			if op.transactional {
 				e.runTx(w, r, op, next, rk, res.Epoch, body)

@@ -79,6 +79,10 @@ type Event struct {
 // skipped. They run synchronously on the request's goroutine: keep them
 // quick (increment a counter).
 type Hooks struct {
+	// Claimed: this request claimed a key that was absent or expired (a
+	// first request); the handler runs next. A takeover calls TakenOver
+	// instead.
+	Claimed func(context.Context, Event)
 	// Replayed: a saved response was replayed.
 	Replayed func(context.Context, Event)
 	// Conflict: the key was in progress (409), after any wait.

@@ -197,12 +197,19 @@ func execSQL(db *sql.DB) func(context.Context, string) error {
 // signed reach the idempotency middleware.
 func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) {
 	s := &server{data: be.data, chargeDelay: cfg.chargeDelay, log: log}
-	idem, err := be.middleware(idemrt.Options{
+	opts := idemrt.Options{
 		Store:     be.store,
 		Principal: bearer,
 		Logger:    log,
 		Hooks:     logHooks(log),
-	})
+	}
+	if cfg.otel {
+		var err error
+		if opts, err = withOTel(opts); err != nil {
+			return nil, err
+		}
+	}
+	idem, err := be.middleware(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ type config struct {
 	// how old or new a signed timestamp may be.
 	webhookSecret    string
 	webhookTolerance time.Duration
+
+	// -otel: idempotency metrics and span events.
+	otel        bool
 }
 
 // demoWebhookSecret signs the webhook when $PAYMENTS_WEBHOOK_SECRET is unset.
@@ -60,6 +63,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 30*time.Second, "time allowed from the end of the request headers to the end of the response")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.webhookTolerance, "webhook-tolerance", 5*time.Minute, "how far a webhook signature's timestamp may be from now")
+	fs.BoolVar(&c.otel, "otel", false, "report idempotency metrics and span events to the global OpenTelemetry providers (see otel.go)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n"+
 			"Every flag can also be set as PAYMENTS_<NAME> in the environment (PAYMENTS_MAX_CONNS=40);\n"+

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"go.yaml.in/yaml/v4"
+)
+
+// configFile is read from the current folder when generate, lint or
+// routes get no -spec:
+//
+//	version: 1
+//	spec: api/openapi.yaml
+//	outputs:
+//	  - out: internal/idem
+//	    package: idem
+//	    dialect: postgres
+//	  - out: internal/idemlite
+//	    dialect: sqlite
+//	    table: request_keys
+//
+// Paths are relative to the file's folder (the current one). Flags given
+// on the command line override the file's values, in every output.
+const configFile = "idemgen.yaml"
+
+// fileConfig is idemgen.yaml.
+type fileConfig struct {
+	Version int          `yaml:"version"`
+	Spec    string       `yaml:"spec"`
+	Outputs []fileOutput `yaml:"outputs"`
+}
+
+// fileOutput is one generated package: the flags of one generate run.
+type fileOutput struct {
+	Out     string `yaml:"out"`
+	Package string `yaml:"package"`
+	Dialect string `yaml:"dialect"`
+	Table   string `yaml:"table"`
+	Store   *bool  `yaml:"store"`
+	// AnnotateMutating is true or an object, as -annotate-mutating.
+	AnnotateMutating any `yaml:"annotate-mutating"`
+}
+
+// readConfig reads idemgen.yaml from the current folder; ok is false when
+// there is none.
+func readConfig() (cfg *fileConfig, ok bool, err error) {
+	data, err := os.ReadFile(configFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	cfg, err = parseConfig(data)
+	return cfg, true, err
+}
+
+func parseConfig(data []byte) (*fileConfig, error) {
+	var c fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty; want version: 1, spec: and outputs:", configFile)
+		}
+		return nil, fmt.Errorf("%s: %w", configFile, err)
+	}
+	var errs []error
+	if c.Version != 1 {
+		errs = append(errs, fmt.Errorf("%s: version %d, want version: 1", configFile, c.Version))
+	}
+	if c.Spec == "" {
+		errs = append(errs, fmt.Errorf("%s: no spec: (the OpenAPI document)", configFile))
+	}
+	for i, o := range c.Outputs {
+		if o.Out == "" {
+			errs = append(errs, fmt.Errorf("%s: outputs[%d]: no out: (the folder of the generated package)", configFile, i))
+		}
+		if _, err := o.annotateFlag(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: outputs[%d]: %w", configFile, i, err))
+		}
+	}
+	return &c, errors.Join(errs...)
+}
+
+// annotateFlag is the -annotate-mutating value of o ("" for none).
+func (o fileOutput) annotateFlag() (string, error) {
+	switch v := o.AnnotateMutating.(type) {
+	case nil:
+		return "", nil
+	case bool:
+		if v {
+			return "true", nil
+		}
+		return "", nil
+	case map[string]any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", fmt.Errorf("annotate-mutating: %w", err)
+		}
+		return string(b), nil
+	}
+	return "", fmt.Errorf("annotate-mutating: want true or an object, got %v", o.AnnotateMutating)
+}
+
+// args are the generate flags of o; flags given later on the same
+// command line override them (the flag package keeps the last value).
+func (o fileOutput) args(spec string) []string {
+	args := []string{"-spec", spec, "-out", o.Out}
+	if o.Package != "" {
+		args = append(args, "-package", o.Package)
+	}
+	if o.Dialect != "" {
+		args = append(args, "-dialect", o.Dialect)
+	}
+	if o.Table != "" {
+		args = append(args, "-table", o.Table)
+	}
+	if o.Store != nil {
+		args = append(args, "-store="+strconv.FormatBool(*o.Store))
+	}
+	if a, _ := o.annotateFlag(); a != "" {
+		args = append(args, "-annotate-mutating", a)
+	}
+	return args
+}
+
+// generateFromConfig runs generate once per output of idemgen.yaml, with
+// args (the command line, which has no -spec) overriding the file. ok is
+// false when there is no idemgen.yaml.
+func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int, ok bool) {
+	cfg, ok, err := readConfig()
+	if !ok {
+		return 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "idemgen generate: %v\n", err)
+		return exitUsage, true
+	}
+	if len(cfg.Outputs) == 0 {
+		fmt.Fprintf(stderr, "idemgen generate: %s lists no outputs\n", configFile)
+		return exitUsage, true
+	}
+	fs, _ := generateFlags(io.Discard)
+	set := map[string]bool{}
+	if err := fs.Parse(args); err == nil {
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	if set["spec"] {
+		return 0, false // an explicit -spec, even empty, means no config
+	}
+	if set["out"] && len(cfg.Outputs) > 1 {
+		fmt.Fprintf(stderr, "idemgen generate: %s has %d outputs; -out would write them all to one folder\n", configFile, len(cfg.Outputs))
+		return exitUsage, true
+	}
+	code = exitOK
+	for _, o := range cfg.Outputs {
+		// Usage (2) outranks errors (1) outranks success (0).
+		code = max(code, runGenerate(ctx, append(o.args(cfg.Spec), args...), stdin, stdout, stderr))
+	}
+	return code, true
+}
+
+// specFromConfig sets *spec to the spec of idemgen.yaml, for lint and
+// routes run without -spec; it leaves it empty when there is no
+// idemgen.yaml. It reports false after printing an error.
+func specFromConfig(cmd string, spec *string, stderr io.Writer) bool {
+	cfg, ok, err := readConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return false
+	}
+	if ok {
+		*spec = cfg.Spec
+	}
+	return true
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func files(t *testing.T, dir string) string {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
+const twoOutputs = `version: 1
+spec: api/openapi.yaml
+outputs:
+  - out: internal/idem
+    package: idem
+    store: false
+  - out: internal/idemlite
+    dialect: sqlite
+    table: request_keys
+`
+
+func TestConfigGenerate(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, "api/openapi.yaml", spec)
+	writeFile(t, configFile, twoOutputs)
+
+	if code, _, errs := runCLI(t, "", "generate"); code != 0 {
+		t.Fatalf("generate: exit %d, stderr %s", code, errs)
+	}
+	if got := files(t, "internal/idem"); got != "idemgen_policies.go" {
+		t.Errorf("internal/idem: %s", got)
+	}
+	lite := files(t, "internal/idemlite")
+	if !strings.Contains(lite, "idemgen_store.go") {
+		t.Errorf("internal/idemlite: %s", lite)
+	}
+	schema, _ := os.ReadFile("internal/idemlite/idemgen_schema.sql")
+	if !strings.Contains(string(schema), "request_keys") {
+		t.Errorf("table: from the file was not used:\n%s", schema)
+	}
+	policies, _ := os.ReadFile("internal/idemlite/idemgen_policies.go")
+	if !strings.Contains(string(policies), "package idemlite\n") {
+		t.Errorf("package did not default to the out folder's name")
+	}
+	if code, out, errs := runCLI(t, "", "generate", "-check"); code != 0 {
+		t.Fatalf("-check after generate: exit %d, %s %s", code, out, errs)
+	}
+
+	// A flag overrides the file in every output: -table makes the store stale.
+	code, out, _ := runCLI(t, "", "generate", "-check", "-table", "other_keys")
+	if code != 1 || !strings.Contains(out, "stale: "+filepath.Join("internal", "idemlite", "idemgen_schema.sql")) || !strings.Contains(out, "+CREATE TABLE IF NOT EXISTS other_keys") {
+		t.Errorf("-check -table other_keys: exit %d, stdout:\n%s", code, out)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-store=false"); code != 0 {
+		t.Fatalf("generate -store=false: exit %d, %s", code, errs)
+	}
+	if got := files(t, "internal/idemlite"); got != "idemgen_policies.go" {
+		t.Errorf("-store=false did not override store: %s", got)
+	}
+
+	// -out would write both outputs to one folder.
+	if code, _, errs := runCLI(t, "", "generate", "-out", "x"); code != 2 || !strings.Contains(errs, "2 outputs") {
+		t.Errorf("-out with two outputs: exit %d, stderr %q", code, errs)
+	}
+	// An explicit -spec means no file, even an empty one.
+	if code, _, errs := runCLI(t, "", "generate", "-spec="); code != 2 || !strings.Contains(errs, "missing -spec") {
+		t.Errorf("-spec=: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestConfigLintAndRoutes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, "api/openapi.yaml", spec+`  /orders/{id}:
+    delete:
+      operationId: deleteOrder
+      responses: {"204": {description: ok}}
+`)
+	writeFile(t, configFile, twoOutputs)
+	if code, out, errs := runCLI(t, "", "lint"); code != 1 || !strings.Contains(out, "deleteOrder") {
+		t.Errorf("lint: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "", "routes"); code != 0 || !strings.Contains(out, "createOrder") {
+		t.Errorf("routes: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Chdir(t.TempDir())
+	// Without a file, nothing changes.
+	if code, _, errs := runCLI(t, "", "generate"); code != 2 || !strings.Contains(errs, "missing -spec") {
+		t.Errorf("no file: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "lint"); code != 2 || !strings.Contains(errs, "want -spec") {
+		t.Errorf("lint, no file: exit %d, stderr %q", code, errs)
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown field", "version: 1\nspec: a.yaml\noutputs:\n  - out: x\n    dialekt: sqlite\n", `line 5: field dialekt not found`},
+		{"version", "version: 2\nspec: a.yaml\noutputs: [{out: x}]\n", "version 2, want version: 1"},
+		{"no spec", "version: 1\noutputs: [{out: x}]\n", "no spec:"},
+		{"no out", "version: 1\nspec: a.yaml\noutputs: [{dialect: sqlite}]\n", "outputs[0]: no out:"},
+		{"annotate", "version: 1\nspec: a.yaml\noutputs: [{out: x, annotate-mutating: 3}]\n", "annotate-mutating: want true or an object"},
+		{"empty", "", "empty"},
+		{"no outputs", "version: 1\nspec: a.yaml\n", "lists no outputs"},
+	} {
+		writeFile(t, configFile, tc.text)
+		code, _, errs := runCLI(t, "", "generate")
+		if code != 2 || !strings.Contains(errs, configFile) || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", tc.name, code, errs, tc.want)
+		}
+	}
+}
+
+func TestConfigAnnotateMutating(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, "openapi.yaml", `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      responses: {"200": {description: ok}}
+`)
+	writeFile(t, configFile, "version: 1\nspec: openapi.yaml\noutputs:\n  - out: idem\n    store: false\n    annotate-mutating: {principal: anonymous, ttl: 2h}\n")
+	if code, _, errs := runCLI(t, "", "generate"); code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errs)
+	}
+	src, _ := os.ReadFile("idem/idemgen_policies.go")
+	if !strings.Contains(string(src), "createOrder") || !strings.Contains(string(src), "2 * time.Hour") {
+		t.Errorf("annotate-mutating was not applied:\n%s", src)
+	}
+}

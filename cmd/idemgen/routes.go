@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemgen/idemgen/generator"
+)
+
+const routesUsage = `Usage: idemgen routes -spec FILE [-markdown]
+
+Lists the operations that x-idempotent protects, as the generator reads
+them: method, full path (under every server base path), key source,
+principal, ttl, lease and transactional mode. -markdown prints a table for
+a pull request description.
+
+Example:
+  idemgen routes -spec api/openapi.yaml -markdown
+
+Flags:
+`
+
+func routesFlags(stderr io.Writer) (*flag.FlagSet, *string, *bool) {
+	fs := flag.NewFlagSet("idemgen routes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned columns")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), routesUsage)
+		fs.PrintDefaults()
+	}
+	return fs, spec, markdown
+}
+
+func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, spec, markdown := routesFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen routes", spec, stderr) {
+		return exitUsage
+	}
+	if *spec == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "idemgen routes: want -spec FILE and nothing else")
+		fs.Usage()
+		return exitUsage
+	}
+	// The model is the generator's: the same annotations, defaults and
+	// base paths that generate would emit.
+	cfg := generator.Config{Spec: *spec, Package: "routes", SkipStore: true}
+	if *spec == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "idemgen routes: reading standard input: %v\n", err)
+			return exitError
+		}
+		cfg.Spec, cfg.SpecData = "<stdin>", data
+	}
+	res, err := generator.Generate(ctx, cfg)
+	if err != nil {
+		var ds generator.Diagnostics
+		if errors.As(err, &ds) {
+			for _, d := range ds {
+				fmt.Fprintln(stderr, d)
+			}
+		} else {
+			fmt.Fprintf(stderr, "idemgen routes: %v\n", err)
+		}
+		return exitError
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, w)
+	}
+	rows := routeRows(res.Model)
+	if len(rows) == 0 {
+		fmt.Fprintf(stderr, "idemgen routes: no operation of %s carries x-idempotent\n", cfg.Spec)
+		return exitOK
+	}
+	if *markdown {
+		writeMarkdown(stdout, rows)
+	} else {
+		writeColumns(stdout, rows)
+	}
+	return exitOK
+}
+
+var routeHeader = []string{"OPERATION", "METHOD", "PATH", "KEY", "PRINCIPAL", "TTL", "LEASE", "TRANSACTIONAL"}
+
+// route is one row of the table.
+type route struct {
+	id, method string
+	// paths are the full paths of a routed operation; where says how a
+	// webhook or callback (no route of its own) is served instead.
+	paths                          []string
+	where                          string
+	key, principal, ttl, lease, tx string
+}
+
+// routeRows turns the model into one row per operation, in the model's
+// order.
+func routeRows(m *generator.Model) []route {
+	var rows []route
+	for _, o := range m.Operations {
+		r := route{id: o.ID, method: o.Method, key: keySource(o), principal: "anonymous",
+			ttl: shortDuration(o.TTL), lease: shortDuration(o.Lease), tx: "no"}
+		if o.Principal == generator.PrincipalAuth {
+			r.principal = "auth"
+		}
+		if o.Transactional {
+			r.tx = "yes"
+		}
+		switch o.Kind {
+		case generator.InWebhooks:
+			r.where = fmt.Sprintf("webhook %s (Wrap%s)", o.Path, o.GoName)
+		case generator.InCallbacks:
+			r.where = fmt.Sprintf("callback %s %s of %s (Wrap%s)", o.Callback, o.Path, o.ParentOp, o.GoName)
+		default:
+			r.paths = fullPaths(o)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// fullPaths is the operation's path under every base path.
+func fullPaths(o *generator.Operation) []string {
+	if len(o.BasePaths) == 0 {
+		return []string{o.Path}
+	}
+	paths := make([]string, len(o.BasePaths))
+	for i, b := range o.BasePaths {
+		paths[i] = strings.TrimSuffix(b, "/") + o.Path
+	}
+	return paths
+}
+
+func keySource(o *generator.Operation) string {
+	var s string
+	switch o.Key {
+	case generator.KeyHeader:
+		s = "header " + o.KeyName
+	case generator.KeyQuery:
+		s = "query " + o.KeyName
+	case generator.KeyFields:
+		s = "fields " + strings.Join(o.KeyFields, ",")
+	case generator.KeyBody:
+		s = "body hash"
+	}
+	if o.Optional {
+		s += " (optional)"
+	}
+	return s
+}
+
+// shortDuration writes 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func (r route) cells(path string) []string {
+	return []string{r.id, r.method, path, r.key, r.principal, r.ttl, r.lease, r.tx}
+}
+
+func writeColumns(w io.Writer, rows []route) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(routeHeader, "\t"))
+	for _, r := range rows {
+		path := r.where
+		if r.paths != nil {
+			path = strings.Join(r.paths, " ")
+		}
+		fmt.Fprintln(tw, strings.Join(r.cells(path), "\t"))
+	}
+	_ = tw.Flush()
+}
+
+func writeMarkdown(w io.Writer, rows []route) {
+	head := make([]string, len(routeHeader))
+	for i, h := range routeHeader {
+		head[i] = strings.ToLower(h)
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, r := range rows {
+		path := r.where
+		if r.paths != nil {
+			code := make([]string, len(r.paths))
+			for i, p := range r.paths {
+				code[i] = "`" + p + "`"
+			}
+			path = strings.Join(code, "<br>")
+		}
+		cells := r.cells(path)
+		for i, c := range cells {
+			cells[i] = strings.ReplaceAll(c, "|", `\|`)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
