@@ -71,8 +71,10 @@ var refusals = map[string]bool{
 // probe per operation and base path: the policy's method and route, path
 // parameters filled with a sample value, carrying what the middleware
 // refuses before any handler runs, so that nothing is claimed or stored: a
-// malformed key (256 characters) for header and query keys, a body one byte
-// over max-request-bytes (by its Content-Length) for fields and body keys.
+// malformed key (256 characters) for header and query keys, the JSON body
+// {} (which lacks the key's fields) for required fields keys, and a body
+// one byte over max-request-bytes (by its Content-Length) for body keys
+// and optional fields keys.
 // The refusal is recognised by its problem type (ProblemBase), not by its
 // status. A middleware in front of the router refuses those probes whether
 // or not the router serves their paths, so each refused probe is followed
@@ -140,6 +142,17 @@ func probe(h http.Handler, p *Policy, op *operation, rp *routePattern, opts Cove
 	case KeyFromQuery:
 		r.URL.RawQuery = url.QueryEscape(op.keyName) + "=" + probeKey
 		r.RequestURI = r.URL.RequestURI()
+	case KeyFromFields:
+		if !op.optional {
+			// A JSON body without the key's fields: 400 key-missing. It is
+			// small, so a check in front that reads the body (a webhook's
+			// signature) can be satisfied by Prepare.
+			r.Body = io.NopCloser(strings.NewReader("{}"))
+			r.ContentLength = 2
+			r.Header.Set("Content-Type", "application/json")
+			break
+		}
+		fallthrough
 	default:
 		if op.maxReq >= math.MaxInt64 {
 			return fmt.Errorf("idempotency: operation %s: no probe: max-request-bytes is unbounded", op.name)

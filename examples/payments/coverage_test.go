@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/examples/payments/internal/idemsqlite"
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -17,7 +20,7 @@ import (
 // check, idempotency middleware, routes) protects every annotated
 // operation, without charging anyone.
 func TestCoverage(t *testing.T) {
-	cfg := config{dbPath: filepath.Join(t.TempDir(), "p.db")}
+	cfg := config{dbPath: filepath.Join(t.TempDir(), "p.db"), webhookSecret: "whsec_coverage", webhookTolerance: 5 * time.Minute}
 	log := slog.New(slog.DiscardHandler)
 	be, err := openBackend(context.Background(), cfg, log)
 	if err != nil {
@@ -29,16 +32,31 @@ func TestCoverage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// requireBearer answers the /v1 probes before the middleware sees them
-	// (a problem+json 401, but not idemgen's): unproven, and said so.
+	// requireBearer answers the /v1 probes, and requireSignature the
+	// webhook's, before the middleware sees them (problem+json 401s, but
+	// not idemgen's): unproven, and said so.
 	err = idemsqlite.CheckCoverage(h, idemrt.CoverageOptions{})
-	if err == nil || !strings.Contains(err.Error(), "createCharge") || !strings.Contains(err.Error(), "createRefund") ||
-		!strings.Contains(err.Error(), "Prepare") || strings.Contains(err.Error(), "receivePaymentEvent") {
-		t.Fatalf("without a token: %v; want createCharge and createRefund unproven (401 before the middleware), the webhook proven", err)
+	for _, op := range []string{"createCharge", "createRefund", "receivePaymentEvent"} {
+		if err == nil || !strings.Contains(err.Error(), "operation "+op+",") || !strings.Contains(err.Error(), "Prepare") {
+			t.Fatalf("without credentials: %v; want %s unproven (401 before the middleware)", err, op)
+		}
 	}
 
-	bearer := func(_ *idemrt.Policy, r *http.Request) { r.Header.Set("Authorization", "Bearer acct_coverage") }
-	if err := idemsqlite.CheckCoverage(h, idemrt.CoverageOptions{Prepare: bearer}); err != nil {
+	// With a token and a signed webhook body, every probe reaches the
+	// middleware and is refused there.
+	secret := []byte(cfg.webhookSecret)
+	prepare := func(_ *idemrt.Policy, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer acct_coverage")
+		if r.URL.Path == webhookPath && r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Header.Set(signatureHeader, signHeader(secret, time.Now(), body))
+		}
+	}
+	if err := idemsqlite.CheckCoverage(h, idemrt.CoverageOptions{Prepare: prepare}); err != nil {
 		t.Fatal(err)
 	}
 
