@@ -40,7 +40,7 @@ type config struct {
 	webhookTolerance time.Duration
 
 	// -otel: idempotency metrics and span events.
-	otel        bool
+	otel bool
 }
 
 // demoWebhookSecret signs the webhook when $PAYMENTS_WEBHOOK_SECRET is unset.
