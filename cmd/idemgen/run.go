@@ -31,6 +31,7 @@ from the x-idempotent annotations of an OpenAPI 3.0 or 3.1 document.
 Usage:
   idemgen generate -spec FILE -out DIR -dialect postgres|sqlite|mysql [flags]
   idemgen lint -spec FILE
+  idemgen spec -spec FILE [-o FILE] [-overlay]
   idemgen version
   idemgen help
 
@@ -50,6 +51,11 @@ with the annotation to write when one already declares an idempotency key;
 warns about key parameters an annotation names that the operation does not
 declare; and reports every problem generate would report.
 
+spec writes the spec for clients with the contract made explicit for each
+annotated operation (key parameter, problem responses, Idempotent-Replayed,
+the resolved policy in x-idempotent); -overlay writes the same changes as an
+OpenAPI Overlay 1.0.0 document.
+
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
 `
@@ -64,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runGenerate(ctx, args[1:], stdin, stdout, stderr)
 	case "lint":
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
+	case "spec":
+		return runSpec(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", version())
 		return exitOK
