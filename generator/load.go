@@ -321,6 +321,9 @@ func (b *builder) operation(r *opRef) *Operation {
 		if b.cfg.AnnotateMutating == nil || r.kind != InPaths || !mutating(r.method) {
 			return nil
 		}
+		if b.streamingSkipped(r) {
+			return nil
+		}
 		raw, base = b.cfg.AnnotateMutating, b.keyPos(r.op.Origin)
 		if len(b.cfg.AnnotateMutating) == 0 {
 			raw = true

@@ -446,7 +446,7 @@ func (p *publisher) replayed(o *Operation, have, up *yaml.Node) {
 			}
 			continue
 		}
-		if get(get(v, "headers"), replayedHeader) != nil {
+		if get(get(v, "headers"), replayedHeader) != nil || wrappers(v) {
 			continue
 		}
 		h := mapNode("headers", mapNode(replayedHeader, refNode(headerRefPrefix+replayedHeader)))
@@ -458,6 +458,18 @@ func (p *publisher) replayed(o *Operation, have, up *yaml.Node) {
 		key.Style = k.Style
 		up.Content = append(up.Content, key, h)
 	}
+}
+
+// wrappers reports whether a response is one a publication added for the
+// wrapper's own answers (its only content is the problem schema): those
+// are never saved, so they carry no Idempotent-Replayed.
+func wrappers(resp *yaml.Node) bool {
+	c := get(resp, "content")
+	if c == nil || len(c.Content) != 2 || c.Content[0].Value != problemMediaType {
+		return false
+	}
+	ref := get(get(c.Content[1], "schema"), "$ref")
+	return ref != nil && ref.Value == schemaRefPrefix+problemSchema
 }
 
 // saved reports whether a response key of the spec ("201", "2XX") is saved
