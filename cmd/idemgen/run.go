@@ -82,6 +82,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fs.Usage()
 			return exitOK
 		}
+		if len(args) > 1 && args[1] == "spec" {
+			fs, _, _, _, _ := specFlags(stderr)
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}

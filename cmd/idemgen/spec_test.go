@@ -248,3 +248,36 @@ func overlayMerge(target, update map[string]any) {
 		target[k] = v
 	}
 }
+
+func TestSpecCommand(t *testing.T) {
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"spec"}, nil, &stdout, &stderr); code != exitUsage {
+		t.Errorf("no -spec: exit %d, want %d", code, exitUsage)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	bad := "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    post:\n      x-idempotent: {ttl: 1 day}\n      responses: {\"200\": {description: ok}}\n"
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(ctx, []string{"spec", "-spec", "-"}, strings.NewReader(bad), &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), `<stdin>:6:22: x-idempotent.ttl: "1 day" is not a duration`) || stdout.Len() != 0 {
+		t.Errorf("a bad annotation: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	good := strings.Replace(bad, "{ttl: 1 day}", "true", 1)
+	if err := os.WriteFile("openapi.yaml", []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("published.yaml", []byte("stale\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run(ctx, []string{"spec", "-spec", "openapi.yaml", "-o", "published.yaml", "-check"}, nil, &stdout, &stderr); code != exitError || stdout.String() != "stale: published.yaml\n" {
+		t.Errorf("-check on a stale file: exit %d, stdout %q", code, stdout.String())
+	}
+	if code := run(ctx, []string{"spec", "-spec", "openapi.yaml", "-o", "published.yaml"}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if code := run(ctx, []string{"spec", "-spec", "openapi.yaml", "-o", "published.yaml", "-check"}, nil, &stdout, &stderr); code != exitOK {
+		t.Errorf("-check after writing: exit %d", code)
+	}
+}
