@@ -78,8 +78,13 @@ func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	fromJSON := bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))
+	doc := &yaml.Node{}
+	err = yaml.Unmarshal(data, doc)
+	if err != nil && fromJSON {
+		doc, err = jsonToNode(data)
+	}
+	if err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, Diagnostics{{Pos: Pos{File: cfg.Spec}, Msg: "cannot read the document as a YAML or JSON mapping"}}
 	}
 	p := &publisher{spec: cfg.Spec, root: doc.Content[0]}
@@ -88,7 +93,7 @@ func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication
 	if opts.Overlay {
 		out, err = p.overlay(opts.JSON)
 	} else {
-		out, err = p.apply(&doc, opts.JSON, bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")))
+		out, err = p.apply(doc, opts.JSON, fromJSON)
 	}
 	if err != nil {
 		return nil, err
@@ -618,10 +623,14 @@ func (p *publisher) overlay(asJSON bool) ([]byte, error) {
 	for _, a := range p.actions {
 		actions.Content = append(actions.Content, mapNode("target", a.target, "description", a.description, "update", a.update))
 	}
+	var extends *yaml.Node
+	if p.spec != "<stdin>" {
+		extends = strNode(filepath.Base(p.spec))
+	}
 	ov := mapNode(
 		"overlay", "1.0.0",
 		"info", mapNode("title", "idempotency contract of "+title, "version", version),
-		"extends", filepath.Base(p.spec),
+		"extends", extends,
 		"actions", actions,
 	)
 	return encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{ov}}, asJSON, false)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -238,4 +239,69 @@ func appendJSON(b *bytes.Buffer, n *yaml.Node) error {
 		b.Write(data)
 	}
 	return nil
+}
+
+// jsonToNode reads a JSON document into a node tree, keeping the order of
+// objects: the fallback for JSON that the YAML parser refuses (it does not
+// take the UTF-16 surrogate pairs JSON escapes characters outside the BMP
+// with, e.g. "\ud83d\udc4d"). Its nodes have no positions.
+func jsonToNode(data []byte) (*yaml.Node, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	n, err := jsonValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON document")
+	}
+	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}, nil
+}
+
+func jsonValue(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' {
+			m := mapNode()
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string)
+				val, err := jsonValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				m.Content = append(m.Content, strNode(key), val)
+			}
+			_, err := dec.Token()
+			return m, err
+		}
+		s := seqNode()
+		for dec.More() {
+			val, err := jsonValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			s.Content = append(s.Content, val)
+		}
+		_, err := dec.Token()
+		return s, err
+	case string:
+		return strNode(v), nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(string(v), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(v)}, nil
+	case bool:
+		return boolNode(v), nil
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
 }
