@@ -44,6 +44,8 @@ type Publication struct {
 	Notes Diagnostics
 	// Warnings are the model's warnings (as Generate's).
 	Warnings Diagnostics
+	// Model is the typed model the publication was made from.
+	Model *Model
 }
 
 // Names added to components.
@@ -61,7 +63,8 @@ const (
 
 // Publish loads the spec, builds its model (as Generate does; the same
 // errors come back as Diagnostics) and returns the published spec.
-// Only cfg.Spec, cfg.SpecData and cfg.BasePaths are used.
+// Only cfg.Spec, cfg.SpecData, cfg.AnnotateMutating (the operations it
+// annotates are published as annotated) and cfg.BasePaths are used.
 func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication, error) {
 	data := cfg.SpecData
 	if data == nil {
@@ -70,7 +73,7 @@ func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication
 			return nil, err
 		}
 	}
-	cfg.Package, cfg.SkipStore, cfg.AnnotateMutating = "publish", true, nil
+	cfg.Package, cfg.SkipStore = "publish", true
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -98,7 +101,7 @@ func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication
 	if err != nil {
 		return nil, err
 	}
-	return &Publication{Data: out, Notes: p.notes.list.sorted(), Warnings: warnings}, nil
+	return &Publication{Data: out, Notes: p.notes.list.sorted(), Warnings: warnings, Model: model}, nil
 }
 
 // action is one Overlay update action.
