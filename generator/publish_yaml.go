@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,10 +106,30 @@ func mergeNode(target, update *yaml.Node) {
 			mergeNode(old, v)
 		case old != nil && old.Kind == yaml.SequenceNode && v.Kind == yaml.SequenceNode:
 			old.Content = append(old.Content, v.Content...)
+		case old == nil && statusKey(k.Value):
+			insertStatus(target, k, v)
 		default:
 			set(target, k.Value, v)
 		}
 	}
+}
+
+// statusKey reports whether a mapping key is a response status ("409").
+func statusKey(s string) bool {
+	return len(s) == 3 && s[0] >= '1' && s[0] <= '5' && s[1] >= '0' && s[1] <= '9' && s[2] >= '0' && s[2] <= '9'
+}
+
+// insertStatus adds a response to a responses mapping before the first
+// status that is greater, so that the codes stay in order where they were.
+func insertStatus(m, k, v *yaml.Node) {
+	at := len(m.Content)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if c := m.Content[i].Value; statusKey(c) && c > k.Value {
+			at = i
+			break
+		}
+	}
+	m.Content = slices.Insert(m.Content, at, k, v)
 }
 
 // plain clears the styles the parser recorded (a JSON document's flow
