@@ -93,6 +93,7 @@ func (a *annotation) duration(field string) *durationAt {
 // checkPolicy makes the checks of o's merged annotation that involve
 // several of its fields or the operation r.
 func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
+	b.checkStreaming(r, m.base)
 	if safeMethod(r.method) && m.written {
 		why := "clients, caches and crawlers repeat it without a key, and every such request would get 400"
 		if o.Optional && !m.unsure("required") {

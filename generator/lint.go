@@ -36,6 +36,7 @@ func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 		return nil, err
 	}
 	b.run()
+	b.lintDesign()
 	all := slices.Concat(b.d.list, b.w.list, b.advice.list, b.unannotated)
 	return all.sorted(), nil
 }

@@ -314,6 +314,9 @@ func (b *builder) operation(r *opRef) *Operation {
 		if b.cfg.AnnotateMutating == nil {
 			return nil
 		}
+		if b.streamingSkipped(r) {
+			return nil
+		}
 		raw, base = b.cfg.AnnotateMutating, b.at(r.keys...)
 		if len(b.cfg.AnnotateMutating) == 0 {
 			raw = true

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -255,12 +254,8 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
-		var vals []byte
-		ok := false
-		if mediaKind(ct) == bodyJSON {
-			vals, ok = fieldsKeyValues(c, nil, body, op.keyFields)
-		}
-		if !ok {
+		var ok bool
+		if key, ok = fieldsKey(c, op, ct, body); !ok {
 			putCanon(c)
 			if op.optional {
 				orig := r.Body
@@ -272,9 +267,8 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all", 0, false)
 			return
 		}
-		key = derivedKey(op.scope, vals)
 	case KeyFromBody:
-		key = "sha256:" + hex.EncodeToString(fp[:])
+		key = bodyKey(fp)
 	}
 	putCanon(c)
 

@@ -189,6 +189,8 @@ func Wrap(opts Options, p *Policy, h http.Handler) (http.Handler, error) {
 type matcher struct {
 	op    *operation
 	route *routePattern
+	// policy is the policy op was compiled from (ClientMatcher).
+	policy *Policy
 }
 
 type middleware struct {

@@ -33,8 +33,9 @@ Usage:
   idemgen generate [flags]       (reads idemgen.yaml: spec and outputs)
   idemgen lint -spec FILE
   idemgen routes -spec FILE [-markdown]
+  idemgen spec -spec FILE [-o FILE] [-overlay]
   idemgen version
-  idemgen help [generate|lint|routes]
+  idemgen help [generate|lint|routes|spec]
 
 Example (from go generate, in the package that will hold the output):
   //go:generate go tool idemgen generate -spec ../../api/openapi.yaml -out . -package idem -dialect postgres
@@ -60,6 +61,11 @@ with the annotation to write when one already declares an idempotency key;
 warns about key parameters an annotation names that the operation does not
 declare; and reports every problem generate would report.
 
+spec writes the spec for clients with the contract made explicit for each
+annotated operation (key parameter, problem responses, Idempotent-Replayed,
+the resolved policy in x-idempotent); -overlay writes the same changes as an
+OpenAPI Overlay 1.0.0 document.
+
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
 `
@@ -76,6 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "routes":
 		return runRoutes(ctx, args[1:], stdin, stdout, stderr)
+	case "spec":
+		return runSpec(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", version())
 		return exitOK

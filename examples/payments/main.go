@@ -16,6 +16,8 @@ import (
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemsqlite -package idemsqlite -dialect sqlite
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idempg -package idempg -dialect postgres
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemmysql -package idemmysql -dialect mysql
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -o published.yaml
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -overlay -o published.overlay.yaml
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

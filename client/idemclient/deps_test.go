@@ -1,0 +1,29 @@
+package idemclient_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/testutil"
+)
+
+// The client imports only the standard library and the runtime (which is
+// standard library only too), so that a client program gets no other
+// dependency from it.
+func TestClientDependsOnlyOnStdlibAndRuntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./client/idemclient")
+	cmd.Dir = testutil.RepoRoot()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != "github.com/idemgen/idemgen/client/idemclient" && dep != "github.com/idemgen/idemgen/runtime" {
+			t.Errorf("client/idemclient depends on %s", dep)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package generator
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+const publishSpec = `openapi: 3.0.3
+info: {title: shop, version: "2"}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      x-idempotent: true
+      responses:
+        "201": {description: created}
+  /carts:
+    post:
+      operationId: createCart
+      x-idempotent: {key: {query: key}, required: false}
+      responses:
+        "200": {description: ok}
+        "422":
+          description: The cart is invalid.
+          content:
+            application/json:
+              schema: {type: object}
+        "409":
+          description: taken
+          content:
+            application/problem+json:
+              schema: {type: object}
+          headers:
+            Retry-After: {schema: {type: integer}}
+        "5XX": {description: failed}
+      callbacks:
+        onDone:
+          $ref: '#/components/callbacks/Done'
+components:
+  callbacks:
+    Done:
+      '{$request.body#/url}':
+        post:
+          x-idempotent: {key: {fields: [id]}, ttl: 90m}
+          requestBody:
+            content:
+              application/json:
+                schema: {type: object, properties: {id: {type: string}}}
+          responses:
+            "204": {description: ok}
+`
+
+func TestPublishMergesAndLeaves(t *testing.T) {
+	ctx := context.Background()
+	pub, err := Publish(ctx, Config{Spec: "shop.yaml", SpecData: []byte(publishSpec)}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := pub.Notes.Error()
+	for _, want := range []string{
+		"shop.yaml:16:9: note: POST /carts (createCart) 422: the spec defines this response: merged (added application/problem+json)",
+		"shop.yaml:21:9: note: POST /carts (createCart) 409: the spec's response already has application/problem+json: left as is",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(pub.Data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, pub.Data)
+	}
+	if err := doc.Validate(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, pub.Data)
+	}
+	cart := doc.Paths.Value("/carts").Post
+	if p := cart.Parameters.GetByInAndName("query", "key"); p == nil || p.Required || p.Schema.Value.MaxLength == nil || *p.Schema.Value.MaxLength != 255 {
+		t.Errorf("the optional query key parameter is missing or wrong: %+v", p)
+	}
+	if r := cart.Responses.Value("422").Value; r.Content.Get("application/json") == nil || r.Content.Get("application/problem+json") == nil {
+		t.Errorf("422 was not merged: %+v", r.Content)
+	}
+	if r := cart.Responses.Value("5XX").Value; r.Headers["Idempotent-Replayed"] != nil {
+		t.Errorf("5XX is not saved by default, but got Idempotent-Replayed")
+	}
+	if r := cart.Responses.Value("200").Value; r.Headers["Idempotent-Replayed"] == nil {
+		t.Errorf("200 is saved, but has no Idempotent-Replayed")
+	}
+	if r := cart.Responses.Value("401"); r != nil {
+		t.Errorf("an anonymous operation got a 401")
+	}
+	order := doc.Paths.Value("/orders").Post
+	if order.Parameters.GetByInAndName("header", "Idempotency-Key") == nil || order.Responses.Value("503").Value.Headers["Retry-After"] == nil {
+		t.Errorf("createOrder was not published")
+	}
+	if got := order.Extensions["x-idempotent"]; !sameJSON(got, map[string]any{"key": map[string]any{"header": "Idempotency-Key"}, "required": true, "scope": "createOrder", "principal": "anonymous", "ttl": "24h"}) {
+		t.Errorf("x-idempotent: true became %v", got)
+	}
+	// The callback behind a $ref is published where it is.
+	cb := (*cart.Callbacks["onDone"].Value.Value("{$request.body#/url}")).Post
+	if got := cb.Extensions["x-idempotent"].(map[string]any); got["ttl"] != "90m" || got["scope"] != "CreateCartOnDonePost" || cb.Responses.Value("422") == nil {
+		t.Errorf("callback: x-idempotent %v", got)
+	}
+
+	// Publishing the published spec changes nothing.
+	again, err := Publish(ctx, Config{Spec: "shop.yaml", SpecData: pub.Data}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again.Data) != string(pub.Data) {
+		t.Errorf("publishing twice changed the spec:\n%s", again.Data)
+	}
+}
+
+func sameJSON(a any, b map[string]any) bool {
+	m, ok := a.(map[string]any)
+	if !ok || len(m) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if vm, ok := v.(map[string]any); ok {
+			if !sameJSON(m[k], vm) {
+				return false
+			}
+			continue
+		}
+		if m[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// An unannotated operation, and one marked x-idempotent: false, are left
+// exactly as they are; a spec without annotations is written unchanged.
+func TestPublishLeavesUnannotated(t *testing.T) {
+	spec := "openapi: 3.0.3\ninfo:\n  title: t\n  version: \"1\"\npaths:\n  /a:\n    post:\n      x-idempotent: false\n      responses:\n        \"200\":\n          description: ok\n  /b:\n    put:\n      responses:\n        \"200\":\n          description: ok\n"
+	pub, err := Publish(context.Background(), Config{Spec: "t.yaml", SpecData: []byte(spec)}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(pub.Data) != spec {
+		t.Errorf("changed:\n%s", pub.Data)
+	}
+}
