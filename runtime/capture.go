@@ -32,10 +32,10 @@ type captureWriter struct {
 	epoch int64
 	tx    bool
 
-	status  int
-	buf     []byte
-	over    bool // the body went past MaxResponseBytes
-	mode    int
+	status   int
+	buf      []byte
+	over     bool // the body went past MaxResponseBytes
+	mode     int
 	settled  bool // the record was completed or released
 	declined bool // the handler called DoNotSave
 }
