@@ -160,3 +160,66 @@ func ConcurrentSweepers(t *testing.T, b *Backend, stores []idemrt.Store) {
 		t.Errorf("sweepers deleted %d records (per sweeper %v), %d of %d left; want all %d expired ones deleted", total, deleted, after, before, expired)
 	}
 }
+
+// SweepThroughput times sweepers emptying a table of n expired records,
+// one sweeper alone and then len(stores) at once (batches of batch
+// records), and reports records deleted per second for each as
+// "1-sweeper-rec/s" and "N-sweepers-rec/s". Run it with -benchtime=1x.
+func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
+	for range b.N {
+		for _, k := range []int{1, len(stores)} {
+			fill(b, stores[0], n)
+			start := time.Now()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			total := 0
+			for _, st := range stores[:k] {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						m, err := st.Sweep(context.Background(), batch)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						total += m
+						mu.Unlock()
+						if m < batch {
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if total != n {
+				b.Fatalf("%d sweepers deleted %d records, want %d", k, total, n)
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), fmt.Sprintf("%d-sweepers-rec/s", k))
+		}
+	}
+}
+
+// fill creates n records that expire at once, from 8 goroutines, and waits
+// until they have.
+func fill(b *testing.B, st idemrt.Store, n int) {
+	ctx := context.Background()
+	prefix := NewKey()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 8 {
+				k := idemrt.RecordKey{Scope: "sweep-bench", Key: fmt.Sprintf("%s-%d", prefix, i)}
+				if _, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: 50 * time.Millisecond, TTL: 50 * time.Millisecond}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
+}
