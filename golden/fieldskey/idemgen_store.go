@@ -347,7 +347,10 @@ const sweepChunk = 500
 // they are deleted from table by primary key. The DELETE joins the keys,
 // given as a derived table, to the table's primary key in that order: a
 // plain WHERE (cols) IN (...) may be planned as a scan, which would wait
-// for the rows other sweepers hold.
+// for the rows other sweepers hold. The derived table's columns are cast
+// to binary: as plain parameters they would be text in the connection's
+// character set, and a principal hash that is not valid UTF-8 would then
+// match nothing.
 func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lock func(*Queries) ([][]any, error)) (int, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
@@ -361,7 +364,7 @@ func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lo
 	first := make([]string, len(cols))
 	on := make([]string, len(cols))
 	for i, c := range cols {
-		first[i] = "? AS " + c
+		first[i] = "CAST(? AS BINARY) AS " + c // the columns are binary: no charset conversion
 		on[i] = "t." + c + " = b." + c
 	}
 	row := " UNION ALL SELECT ?" + strings.Repeat(", ?", len(cols)-1)

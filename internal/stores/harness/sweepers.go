@@ -59,7 +59,8 @@ func expire(t testing.TB, st idemrt.Store, n int) {
 	ctx := context.Background()
 	prefix := UniqueKey(t, "exp")
 	for i := range n {
-		k := idemrt.RecordKey{Scope: "sweepers", Key: fmt.Sprintf("%s-%d", prefix, i)}
+		// A hashed principal: bytes that are not UTF-8, as in production.
+		k := idemrt.RecordKey{Scope: "sweepers", PrincipalHash: idemrt.HashPrincipal(prefix), Key: fmt.Sprintf("%s-%d", prefix, i)}
 		res, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: 50 * time.Millisecond, TTL: 50 * time.Millisecond})
 		if err != nil || res.State != idemrt.Acquired {
 			t.Fatalf("claim: %+v, %v", res, err)
