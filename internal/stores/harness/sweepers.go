@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,4 +260,37 @@ func fill(b *testing.B, st idemrt.Store, n int) {
 	}
 	wg.Wait()
 	time.Sleep(200 * time.Millisecond)
+}
+
+// Declined checks idemrt.DoNotSave on the real store, in both modes: the
+// handler writes its effect row and declines to save its 201. The client
+// gets the 201 each time, the retry with the same key runs again, and the
+// effect rows are kept without a transaction (two) and rolled back with
+// one (none: the handler's writes commit only with a saved record).
+func Declined(t *testing.T, b *Backend) {
+	for _, tx := range []bool{false, true} {
+		var runs atomic.Int64
+		inner := Handler(b, "declined", &runs, nil)
+		h := Wrap(t, b.Store, tx, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !idemrt.DoNotSave(w) {
+				t.Error("DoNotSave reported false in the handler")
+			}
+			inner.ServeHTTP(w, r)
+		}), idemrt.Hooks{})
+		key := UniqueKey(t, fmt.Sprintf("declined-%v", tx))
+		for i := range 2 {
+			w := Do(h, key)
+			wantStatus(t, w, http.StatusCreated, fmt.Sprintf("transactional=%v request %d", tx, i))
+			if w.Header().Get("Idempotent-Replayed") != "" {
+				t.Errorf("transactional=%v request %d was replayed", tx, i)
+			}
+		}
+		want := 2
+		if tx {
+			want = 0
+		}
+		if runs.Load() != 2 || effects(t, b, key) != want {
+			t.Errorf("transactional=%v: %d runs, %d effect rows; want 2 runs, %d rows", tx, runs.Load(), effects(t, b, key), want)
+		}
+	}
 }

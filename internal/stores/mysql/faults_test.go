@@ -189,3 +189,8 @@ func TestConcurrentSweepers(t *testing.T) {
 	}
 	harness.ConcurrentSweepers(t, db.backend(t, nil), stores)
 }
+
+func TestDeclined(t *testing.T) {
+	db := newTestDB(t)
+	harness.Declined(t, db.backend(t, nil))
+}
