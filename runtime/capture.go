@@ -32,11 +32,18 @@ type captureWriter struct {
 	epoch int64
 	tx    bool
 
-	status  int
-	buf     []byte
-	over    bool // the body went past MaxResponseBytes
-	mode    int
-	settled bool // the record was completed or released
+	status   int
+	buf      []byte
+	over     bool // the body went past MaxResponseBytes
+	mode     int
+	settled  bool // the record was completed or released
+	declined bool // the handler called DoNotSave
+}
+
+// saves reports whether a response with status is saved: it is in the
+// operation's save classes and the handler did not decline it.
+func (cw *captureWriter) saves(status int) bool {
+	return !cw.declined && cw.op.saves(status)
 }
 
 func (cw *captureWriter) Header() http.Header { return cw.w.Header() }
@@ -101,7 +108,7 @@ func (cw *captureWriter) Write(p []byte) (int, error) {
 	}
 	// Too large to save: settle the record now (a tombstone, so that a retry
 	// gets 409 rather than a second run), then pass the rest through.
-	if cw.op.saves(cw.status) {
+	if cw.saves(cw.status) {
 		cw.e.complete(cw.r.Context(), cw.op, cw.rk, cw.epoch, nil)
 	} else {
 		cw.e.release(cw.r.Context(), cw.op, cw.rk, cw.epoch, cw.status)
@@ -129,7 +136,7 @@ func (cw *captureWriter) Flush() {
 	}
 	if cw.mode == modeBuffer {
 		cw.status = cw.statusOrOK()
-		if cw.op.saves(cw.status) {
+		if cw.saves(cw.status) {
 			cw.mode = modeStream
 		} else {
 			cw.e.release(cw.r.Context(), cw.op, cw.rk, cw.epoch, cw.status)
@@ -222,6 +229,10 @@ func (cw *captureWriter) finish() {
 	case modeHijacked, modePass:
 		return
 	case modeStream:
+		if !cw.settled && cw.declined {
+			cw.e.release(cw.r.Context(), cw.op, cw.rk, cw.epoch, cw.status)
+			cw.settled = true
+		}
 		if !cw.settled {
 			var resp *SavedResponse
 			if !cw.over {
@@ -233,7 +244,7 @@ func (cw *captureWriter) finish() {
 		return
 	}
 	status := cw.statusOrOK()
-	if cw.op.saves(status) {
+	if cw.saves(status) {
 		cw.e.complete(cw.r.Context(), cw.op, cw.rk, cw.epoch, cw.saved(status))
 	} else {
 		cw.e.release(cw.r.Context(), cw.op, cw.rk, cw.epoch, status)

@@ -497,7 +497,7 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 	normal = true
 
 	status := cw.statusOrOK()
-	if !op.saves(status) {
+	if !cw.saves(status) {
 		e.rollback(ctx, op, tx)
 		e.release(ctx, op, rk, epoch, status)
 		cw.writeBuffered(status)

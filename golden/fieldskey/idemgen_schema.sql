@@ -31,10 +31,13 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 ) ENGINE = InnoDB;
 
 -- Message consumers (CONTRACT §5): the ids each consumer has processed,
--- inserted in the same transaction as the consumer's own writes.
+-- inserted in the same transaction as the consumer's own writes, at UTC
+-- on the database's clock. The sweeper deletes those older than the store's
+-- retention in processed_at order.
 CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
     consumer     VARBINARY(255) NOT NULL,
     message_id   VARBINARY(255) NOT NULL,
     processed_at DATETIME(3)    NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-    PRIMARY KEY (consumer, message_id)
+    PRIMARY KEY (consumer, message_id),
+    KEY idempotency_keys_processed_idx (processed_at)
 ) ENGINE = InnoDB;

@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,8 +56,9 @@ func stripComments(stmt string) string {
 // Round trips: a first request costs three (a read that finds no live
 // record, the claim, the completion); a replay or a conflict costs one read.
 type Store struct {
-	db *sql.DB
-	q  *Queries
+	db        *sql.DB
+	q         *Queries
+	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
@@ -68,8 +70,8 @@ var _ idemrt.TxStore = (*Store)(nil)
 // refuses a DSN with clientFoundRows=true, under which the claim cannot
 // tell a new record from a live one, and a MariaDB session whose sql_mode
 // contains SIMULTANEOUS_ASSIGNMENT, under which the claim's assignments do
-// not see each other (see Claim).
-func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
+// not see each other (see Claim). Options: ProcessedRetention.
+func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	rows, err := db.QueryContext(ctx, "SHOW VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'innodb_read_only', 'tx_read_only', 'transaction_read_only')")
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: checking the server: %w", err)
@@ -105,7 +107,7 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 		q.Close()
 		return nil, err
 	}
-	return &Store{db: db, q: q}, nil
+	return newStore(&Store{db: db, q: q}, opts), nil
 }
 
 // Close releases the store's prepared statements (not db).
@@ -302,16 +304,97 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	return nil
 }
 
-// Sweep deletes up to limit expired records; run it with idemrt.RunSweeper.
+// Sweep deletes up to limit expired records and then, with what is left
+// of limit, processed message ids older than the retention (see
+// ProcessedRetention); run it with idemrt.RunSweeper. Each batch is one
+// READ COMMITTED transaction that locks its rows with SKIP LOCKED (MySQL
+// 8.0, MariaDB 10.6 or later) and deletes them by primary key, so that
+// sweepers on several servers delete different batches at once, and a
+// claim waits at most for the one batch that holds its (expired) row:
+// READ COMMITTED takes no gap locks, so inserts of new keys never wait.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	n, err := s.q.Sweep(ctx, int32(min(limit, 1<<30)))
+	return s.sweepTables(ctx, limit,
+		func(ctx context.Context, limit int) (int, error) {
+			return s.sweepLocked(ctx, "idempotency_keys", []string{"scope", "principal", "idem_key"}, func(q *Queries) ([][]any, error) {
+				rows, err := q.SweepBatch(ctx, int32(limit))
+				keys := make([][]any, len(rows))
+				for i, r := range rows {
+					keys[i] = []any{r.Scope, r.Principal, r.IdemKey}
+				}
+				return keys, err
+			})
+		},
+		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+			return s.sweepLocked(ctx, "idempotency_keys_processed", []string{"consumer", "message_id"}, func(q *Queries) ([][]any, error) {
+				rows, err := q.SweepProcessedBatch(ctx, SweepProcessedBatchParams{
+					RetentionUs: durationUnits(retention, time.Microsecond),
+					Limit:       int32(limit),
+				})
+				keys := make([][]any, len(rows))
+				for i, r := range rows {
+					keys[i] = []any{r.Consumer, r.MessageID}
+				}
+				return keys, err
+			})
+		})
+}
+
+// sweepChunk bounds the rows of one DELETE statement.
+const sweepChunk = 500
+
+// sweepLocked runs one sweep batch in a READ COMMITTED transaction: lock
+// returns the primary keys (the values of cols) of the rows it locked, and
+// they are deleted from table by primary key. The DELETE joins the keys,
+// given as a derived table, to the table's primary key in that order: a
+// plain WHERE (cols) IN (...) may be planned as a scan, which would wait
+// for the rows other sweepers hold. The derived table's columns are cast
+// to binary: as plain parameters they would be text in the connection's
+// character set, and a principal hash that is not valid UTF-8 would then
+// match nothing.
+func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lock func(*Queries) ([][]any, error)) (int, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep: %w", err)
+		return 0, err
 	}
-	return int(n), nil
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	keys, err := lock(s.q.WithTx(tx))
+	if err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	first := make([]string, len(cols))
+	on := make([]string, len(cols))
+	for i, c := range cols {
+		first[i] = "CAST(? AS BINARY) AS " + c // the columns are binary: no charset conversion
+		on[i] = "t." + c + " = b." + c
+	}
+	row := " UNION ALL SELECT ?" + strings.Repeat(", ?", len(cols)-1)
+	tail := ") AS b STRAIGHT_JOIN " + table + " AS t FORCE INDEX (PRIMARY) ON " + strings.Join(on, " AND ")
+	n := 0
+	for chunk := range slices.Chunk(keys, sweepChunk) {
+		var b strings.Builder
+		b.WriteString("DELETE t FROM (SELECT " + strings.Join(first, ", "))
+		args := make([]any, 0, len(chunk)*len(cols))
+		for i, k := range chunk {
+			if i > 0 {
+				b.WriteString(row)
+			}
+			args = append(args, k...)
+		}
+		b.WriteString(tail)
+		res, err := tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return 0, err
+		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		n += int(m)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // BeginTx opens the transaction of a transactional operation: the handler

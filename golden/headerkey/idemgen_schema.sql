@@ -37,3 +37,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
     processed_at timestamptz NOT NULL DEFAULT statement_timestamp(),
     PRIMARY KEY (consumer, message_id)
 );
+
+-- The sweeper deletes processed ids older than the store's retention in
+-- processed_at order, in bounded batches.
+CREATE INDEX IF NOT EXISTS idempotency_keys_processed_idx ON idempotency_keys_processed (processed_at);

@@ -50,16 +50,17 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool) error {
 // inserts in one statement, and the completion); a replay or a conflict
 // costs one; taking over an expired or abandoned record costs one more.
 type Store struct {
-	pool *pgxpool.Pool
-	q    *Queries
+	pool      *pgxpool.Pool
+	q         *Queries
+	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
-// primary.
-func NewStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+// primary. Options: ProcessedRetention.
+func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	st, err := New(pool).ServerState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: checking the server: %w", err)
@@ -67,7 +68,7 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, q: New(pool)}, nil
+	return newStore(&Store{pool: pool, q: New(pool)}, opts), nil
 }
 
 func checkPrimary(inRecovery, readOnly bool) error {
@@ -185,16 +186,24 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	return nil
 }
 
-// Sweep deletes up to limit expired records; run it with idemrt.RunSweeper.
+// Sweep deletes up to limit expired records and then, with what is left
+// of limit, processed message ids older than the retention (see
+// ProcessedRetention); run it with idemrt.RunSweeper. Each statement skips
+// the rows another sweeper holds (FOR UPDATE SKIP LOCKED), so that
+// sweepers on several servers delete different batches at once.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	n, err := s.q.Sweep(ctx, int32(min(limit, 1<<30)))
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep: %w", err)
-	}
-	return int(n), nil
+	return s.sweepTables(ctx, limit,
+		func(ctx context.Context, limit int) (int, error) {
+			n, err := s.q.Sweep(ctx, int32(limit))
+			return int(n), err
+		},
+		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+			n, err := s.q.SweepProcessed(ctx, SweepProcessedParams{
+				RetentionMs: durationUnits(retention, time.Millisecond),
+				Batch:       int32(limit),
+			})
+			return int(n), err
+		})
 }
 
 // BeginTx opens the transaction of a transactional operation: the handler

@@ -246,3 +246,28 @@ func (q *Queries) Sweep(ctx context.Context, batch int64) (int64, error) {
 	}
 	return result.RowsAffected()
 }
+
+const sweepProcessed = `-- name: SweepProcessed :execrows
+DELETE FROM idempotency_keys_processed
+WHERE (consumer, message_id) IN (
+    SELECT consumer, message_id FROM idempotency_keys_processed
+    WHERE processed_at <= (julianday('now') - 2440587.5) * 86400000 - CAST(?1 AS INTEGER)
+    ORDER BY processed_at
+    LIMIT ?2)
+`
+
+type SweepProcessedParams struct {
+	RetentionMs int64
+	Batch       int64
+}
+
+// SweepProcessed deletes up to batch processed message ids older than
+// retention_ms, oldest first. A consumer's redelivery of a deleted id runs
+// again. SQLite has one writer at a time: sweepers run one after another.
+func (q *Queries) SweepProcessed(ctx context.Context, arg SweepProcessedParams) (int64, error) {
+	result, err := q.exec(ctx, q.sweepProcessedStmt, sweepProcessed, arg.RetentionMs, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}

@@ -39,8 +39,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.releaseStmt, err = db.PrepareContext(ctx, release); err != nil {
 		return nil, fmt.Errorf("error preparing query Release: %w", err)
 	}
-	if q.sweepStmt, err = db.PrepareContext(ctx, sweep); err != nil {
-		return nil, fmt.Errorf("error preparing query Sweep: %w", err)
+	if q.sweepBatchStmt, err = db.PrepareContext(ctx, sweepBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query SweepBatch: %w", err)
+	}
+	if q.sweepProcessedBatchStmt, err = db.PrepareContext(ctx, sweepProcessedBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query SweepProcessedBatch: %w", err)
 	}
 	return &q, nil
 }
@@ -72,9 +75,14 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing releaseStmt: %w", cerr)
 		}
 	}
-	if q.sweepStmt != nil {
-		if cerr := q.sweepStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing sweepStmt: %w", cerr)
+	if q.sweepBatchStmt != nil {
+		if cerr := q.sweepBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepBatchStmt: %w", cerr)
+		}
+	}
+	if q.sweepProcessedBatchStmt != nil {
+		if cerr := q.sweepProcessedBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepProcessedBatchStmt: %w", cerr)
 		}
 	}
 	return err
@@ -114,25 +122,27 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db                DBTX
-	tx                *sql.Tx
-	claimStmt         *sql.Stmt
-	completeStmt      *sql.Stmt
-	lookupStmt        *sql.Stmt
-	markProcessedStmt *sql.Stmt
-	releaseStmt       *sql.Stmt
-	sweepStmt         *sql.Stmt
+	db                      DBTX
+	tx                      *sql.Tx
+	claimStmt               *sql.Stmt
+	completeStmt            *sql.Stmt
+	lookupStmt              *sql.Stmt
+	markProcessedStmt       *sql.Stmt
+	releaseStmt             *sql.Stmt
+	sweepBatchStmt          *sql.Stmt
+	sweepProcessedBatchStmt *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:                tx,
-		tx:                tx,
-		claimStmt:         q.claimStmt,
-		completeStmt:      q.completeStmt,
-		lookupStmt:        q.lookupStmt,
-		markProcessedStmt: q.markProcessedStmt,
-		releaseStmt:       q.releaseStmt,
-		sweepStmt:         q.sweepStmt,
+		db:                      tx,
+		tx:                      tx,
+		claimStmt:               q.claimStmt,
+		completeStmt:            q.completeStmt,
+		lookupStmt:              q.lookupStmt,
+		markProcessedStmt:       q.markProcessedStmt,
+		releaseStmt:             q.releaseStmt,
+		sweepBatchStmt:          q.sweepBatchStmt,
+		sweepProcessedBatchStmt: q.sweepProcessedBatchStmt,
 	}
 }

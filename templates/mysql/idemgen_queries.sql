@@ -79,18 +79,36 @@ SET state = 3, lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MIC
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
--- name: Sweep :execrows
--- Sweep deletes up to batch records whose sweep time has come, oldest
--- first. sweep_at is never before expires_at, so every one has expired; a
--- record is deleted at most one lease after it expired.
-DELETE FROM idemgen_keys
+-- name: SweepBatch :many
+-- SweepBatch locks up to batch records whose sweep time has come, oldest
+-- first, for the sweeper's transaction to delete (by primary key, see
+-- Store.Sweep). sweep_at is never before expires_at, so every one has
+-- expired; a record is deleted at most one lease after it expired. SKIP
+-- LOCKED (MySQL 8.0, MariaDB 10.6) passes over rows another sweeper or a
+-- claim holds, so that sweepers running at once take different batches.
+-- A DELETE cannot skip locked rows itself, hence the two statements. The
+-- index is forced: when most rows have expired the optimizer would rather
+-- scan and sort the table, and lock every row it reads, not just the batch.
+SELECT scope, principal, idem_key FROM idemgen_keys FORCE INDEX (idemgen_keys_sweep_at_idx)
 WHERE sweep_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AND expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
 ORDER BY sweep_at
-LIMIT ?;
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
+-- name: SweepProcessedBatch :many
+-- SweepProcessedBatch locks up to batch processed message ids older than
+-- retention_us, oldest first, for the sweeper to delete (see SweepBatch).
+-- A consumer's redelivery of a deleted id runs again.
+SELECT consumer, message_id FROM idemgen_keys_processed FORCE INDEX (idemgen_keys_processed_idx)
+WHERE processed_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) - INTERVAL sqlc.arg(retention_us) MICROSECOND
+ORDER BY processed_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
 
 -- name: MarkProcessed :execrows
 -- MarkProcessed records that consumer processed message_id; 0 rows means
 -- it already had (a redelivery). INSERT IGNORE only skips the duplicate
--- here: both columns are binary and their length is checked before.
-INSERT IGNORE INTO idemgen_keys_processed (consumer, message_id)
-VALUES (sqlc.arg(consumer), sqlc.arg(message_id));
+-- here: both columns are binary and their length is checked before. The
+-- time is UTC, as the sweeper's, whatever the session's time_zone.
+INSERT IGNORE INTO idemgen_keys_processed (consumer, message_id, processed_at)
+VALUES (sqlc.arg(consumer), sqlc.arg(message_id), (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND));

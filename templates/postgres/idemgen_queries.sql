@@ -105,14 +105,29 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- name: Sweep :execrows
 -- Sweep deletes up to batch records whose sweep time has come, oldest
 -- first. sweep_at is never before expires_at, so every one has expired; a
--- record is deleted at most one lease after it expired.
+-- record is deleted at most one lease after it expired. SKIP LOCKED passes
+-- over rows another sweeper (or a claim) holds, so that sweepers running
+-- at once delete different batches instead of queueing behind one.
 DELETE FROM idemgen_keys
 WHERE ctid IN (
     SELECT k.ctid FROM idemgen_keys k
     WHERE k.sweep_at <= statement_timestamp() AND k.expires_at <= statement_timestamp()
     ORDER BY k.sweep_at
-    LIMIT sqlc.arg(batch)::integer)
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED)
   AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp();
+
+-- name: SweepProcessed :execrows
+-- SweepProcessed deletes up to batch processed message ids older than
+-- retention_ms, oldest first, skipping rows another sweeper holds (see
+-- Sweep). A consumer's redelivery of a deleted id runs again.
+DELETE FROM idemgen_keys_processed
+WHERE ctid IN (
+    SELECT p.ctid FROM idemgen_keys_processed p
+    WHERE p.processed_at <= statement_timestamp() - sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    ORDER BY p.processed_at
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED);
 
 -- name: MarkProcessed :execrows
 -- MarkProcessed records that consumer processed message_id; 0 rows means

@@ -39,3 +39,7 @@ CREATE TABLE IF NOT EXISTS idemgen_keys_processed (
     processed_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     PRIMARY KEY (consumer, message_id)
 ) WITHOUT ROWID;
+
+-- The sweeper deletes processed ids older than the store's retention in
+-- processed_at order, in bounded batches.
+CREATE INDEX IF NOT EXISTS idemgen_keys_processed_idx ON idemgen_keys_processed (processed_at);

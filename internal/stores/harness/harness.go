@@ -39,6 +39,11 @@ type Backend struct {
 	Deliver func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (first bool, err error)
 	// Records counts the rows of the key table.
 	Records func(ctx context.Context) (int, error)
+	// Hold locks up to n key records, oldest sweep time first, skipping
+	// locked ones, in a transaction of its own, as a sweeper's batch does,
+	// until release is called. Nil where the database has one writer
+	// (SQLite).
+	Hold func(ctx context.Context, n int) (release func(), err error)
 }
 
 // Lease is the lease of the fault tests' policy: long enough for a

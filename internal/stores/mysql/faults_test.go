@@ -17,12 +17,27 @@ import (
 
 // newBackend is the store over conn with the effects the fault tests
 // observe; the handler's writes go through the generated TxFromContext.
-func newBackend(ctx context.Context, conn *sql.DB) (*harness.Backend, error) {
-	st, err := NewStore(ctx, conn)
+func newBackend(ctx context.Context, conn *sql.DB, opts ...Option) (*harness.Backend, error) {
+	st, err := NewStore(ctx, conn, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return harness.SQLBackend(st, conn, TxFromContext, MarkProcessed), nil
+	b := harness.SQLBackend(st, conn, TxFromContext, MarkProcessed)
+	// As the sweeper's batches: READ COMMITTED, so no gap locks.
+	b.Hold = func(ctx context.Context, n int) (func(), error) {
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return nil, err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT idem_key FROM idempotency_keys ORDER BY sweep_at LIMIT ? FOR UPDATE SKIP LOCKED", n)
+		if err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+		rows.Close()
+		return func() { tx.Rollback() }, nil
+	}
+	return b, nil
 }
 
 func (db *testDB) backend(t testing.TB, edit func(*mysql.Config)) *harness.Backend {
@@ -150,4 +165,32 @@ func TestPrimaryOnly(t *testing.T) {
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))
+}
+
+func TestRetention(t *testing.T) {
+	db := newTestDB(t)
+	b, err := newBackend(context.Background(), db.open(t, nil), ProcessedRetention(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Retention(t, b, 2*time.Second)
+}
+
+func TestSweepersSkipLocked(t *testing.T) {
+	db := newTestDB(t)
+	harness.SweepersSkipLocked(t, db.backend(t, nil))
+}
+
+func TestConcurrentSweepers(t *testing.T) {
+	db := newTestDB(t)
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(t, nil).Store)
+	}
+	harness.ConcurrentSweepers(t, db.backend(t, nil), stores)
+}
+
+func TestDeclined(t *testing.T) {
+	db := newTestDB(t)
+	harness.Declined(t, db.backend(t, nil))
 }

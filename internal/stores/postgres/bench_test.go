@@ -94,3 +94,16 @@ func benchSetup(b testing.TB, delay time.Duration) (idemrt.Store, harness.Baseli
 		Rows:      rows,
 	}
 }
+
+// BenchmarkSweepers: one sweeper, then four (each on its own pool, as on
+// four servers), empty a table of 20000 expired records in batches of 500:
+//
+//	go test ./internal/stores/postgres -run '^$' -bench Sweepers -benchtime 1x -count 3
+func BenchmarkSweepers(b *testing.B) {
+	db := newTestDB(b)
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(b, func(c *pgxpool.Config) { c.MaxConns = 8 }).Store)
+	}
+	harness.SweepThroughput(b, stores, 20000, 500)
+}

@@ -14,8 +14,8 @@ import (
 
 // newBackend is the store over pool with the effects the fault tests
 // observe; the handler's writes go through the generated TxFromContext.
-func newBackend(ctx context.Context, pool *pgxpool.Pool) (*harness.Backend, error) {
-	st, err := NewStore(ctx, pool)
+func newBackend(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*harness.Backend, error) {
+	st, err := NewStore(ctx, pool, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,17 @@ func newBackend(ctx context.Context, pool *pgxpool.Pool) (*harness.Backend, erro
 		Effects: func(ctx context.Context, id string) (n int, err error) {
 			err = pool.QueryRow(ctx, "SELECT count(*) FROM effects WHERE id = $1", id).Scan(&n)
 			return n, err
+		},
+		Hold: func(ctx context.Context, n int) (func(), error) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := tx.Exec(ctx, "SELECT idem_key FROM idempotency_keys ORDER BY sweep_at LIMIT $1 FOR UPDATE SKIP LOCKED", n); err != nil {
+				tx.Rollback(ctx)
+				return nil, err
+			}
+			return func() { tx.Rollback(context.Background()) }, nil
 		},
 		Deliver: func(ctx context.Context, consumer, id string, hold time.Duration, rollback bool) (bool, error) {
 			tx, err := pool.Begin(ctx)
@@ -174,4 +185,32 @@ var _ = pgx.ErrNoRows
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))
+}
+
+func TestRetention(t *testing.T) {
+	db := newTestDB(t)
+	b, err := newBackend(context.Background(), db.pool(t, nil), ProcessedRetention(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Retention(t, b, 2*time.Second)
+}
+
+func TestSweepersSkipLocked(t *testing.T) {
+	db := newTestDB(t)
+	harness.SweepersSkipLocked(t, db.backend(t, nil))
+}
+
+func TestConcurrentSweepers(t *testing.T) {
+	db := newTestDB(t)
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(t, func(c *pgxpool.Config) { c.MaxConns = 4 }).Store)
+	}
+	harness.ConcurrentSweepers(t, db.backend(t, nil), stores)
+}
+
+func TestDeclined(t *testing.T) {
+	db := newTestDB(t)
+	harness.Declined(t, db.backend(t, nil))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -13,8 +14,8 @@ import (
 
 // newBackend is the store over conn with the effects the fault tests
 // observe; the handler's writes go through the generated TxFromContext.
-func newBackend(ctx context.Context, conn *sql.DB) (*harness.Backend, error) {
-	st, err := NewStore(ctx, conn)
+func newBackend(ctx context.Context, conn *sql.DB, opts ...Option) (*harness.Backend, error) {
+	st, err := NewStore(ctx, conn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,4 +119,29 @@ func TestNewStoreRefuses(t *testing.T) {
 func TestLargeResponse(t *testing.T) {
 	db := newTestDB(t)
 	harness.LargeResponse(t, db.store(t))
+}
+
+func TestRetention(t *testing.T) {
+	db := newTestDB(t)
+	b, err := newBackend(context.Background(), db.open(t), ProcessedRetention(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Retention(t, b, 2*time.Second)
+}
+
+// SQLite has one writer at a time: concurrent sweepers take turns, and
+// claims go through between their batches.
+func TestConcurrentSweepers(t *testing.T) {
+	db := newTestDB(t)
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(t).Store)
+	}
+	harness.ConcurrentSweepers(t, db.backend(t), stores)
+}
+
+func TestDeclined(t *testing.T) {
+	db := newTestDB(t)
+	harness.Declined(t, db.backend(t))
 }

@@ -95,6 +95,17 @@ WHERE (scope, principal, idem_key) IN (
     ORDER BY sweep_at
     LIMIT sqlc.arg(batch));
 
+-- name: SweepProcessed :execrows
+-- SweepProcessed deletes up to batch processed message ids older than
+-- retention_ms, oldest first. A consumer's redelivery of a deleted id runs
+-- again. SQLite has one writer at a time: sweepers run one after another.
+DELETE FROM idempotency_keys_processed
+WHERE (consumer, message_id) IN (
+    SELECT consumer, message_id FROM idempotency_keys_processed
+    WHERE processed_at <= (julianday('now') - 2440587.5) * 86400000 - CAST(sqlc.arg(retention_ms) AS INTEGER)
+    ORDER BY processed_at
+    LIMIT sqlc.arg(batch));
+
 -- name: MarkProcessed :execrows
 -- MarkProcessed records that consumer processed message_id; 0 rows means
 -- it already had (a redelivery).

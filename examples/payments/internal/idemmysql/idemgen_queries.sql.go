@@ -180,8 +180,8 @@ func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, erro
 }
 
 const markProcessed = `-- name: MarkProcessed :execrows
-INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id)
-VALUES (?, ?)
+INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id, processed_at)
+VALUES (?, ?, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))
 `
 
 type MarkProcessedParams struct {
@@ -191,7 +191,8 @@ type MarkProcessedParams struct {
 
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
-// here: both columns are binary and their length is checked before.
+// here: both columns are binary and their length is checked before. The
+// time is UTC, as the sweeper's, whatever the session's time_zone.
 func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
@@ -230,20 +231,92 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 	return result.RowsAffected()
 }
 
-const sweep = `-- name: Sweep :execrows
-DELETE FROM idempotency_keys
+const sweepBatch = `-- name: SweepBatch :many
+SELECT scope, principal, idem_key FROM idempotency_keys FORCE INDEX (idempotency_keys_sweep_at_idx)
 WHERE sweep_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AND expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)
 ORDER BY sweep_at
 LIMIT ?
+FOR UPDATE SKIP LOCKED
 `
 
-// Sweep deletes up to batch records whose sweep time has come, oldest
-// first. sweep_at is never before expires_at, so every one has expired; a
-// record is deleted at most one lease after it expired.
-func (q *Queries) Sweep(ctx context.Context, limit int32) (int64, error) {
-	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
+type SweepBatchRow struct {
+	Scope     []byte
+	Principal []byte
+	IdemKey   []byte
+}
+
+// SweepBatch locks up to batch records whose sweep time has come, oldest
+// first, for the sweeper's transaction to delete (by primary key, see
+// Store.Sweep). sweep_at is never before expires_at, so every one has
+// expired; a record is deleted at most one lease after it expired. SKIP
+// LOCKED (MySQL 8.0, MariaDB 10.6) passes over rows another sweeper or a
+// claim holds, so that sweepers running at once take different batches.
+// A DELETE cannot skip locked rows itself, hence the two statements. The
+// index is forced: when most rows have expired the optimizer would rather
+// scan and sort the table, and lock every row it reads, not just the batch.
+func (q *Queries) SweepBatch(ctx context.Context, limit int32) ([]SweepBatchRow, error) {
+	rows, err := q.query(ctx, q.sweepBatchStmt, sweepBatch, limit)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []SweepBatchRow
+	for rows.Next() {
+		var i SweepBatchRow
+		if err := rows.Scan(&i.Scope, &i.Principal, &i.IdemKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sweepProcessedBatch = `-- name: SweepProcessedBatch :many
+SELECT consumer, message_id FROM idempotency_keys_processed FORCE INDEX (idempotency_keys_processed_idx)
+WHERE processed_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) - INTERVAL ? MICROSECOND
+ORDER BY processed_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+`
+
+type SweepProcessedBatchParams struct {
+	RetentionUs interface{}
+	Limit       int32
+}
+
+type SweepProcessedBatchRow struct {
+	Consumer  []byte
+	MessageID []byte
+}
+
+// SweepProcessedBatch locks up to batch processed message ids older than
+// retention_us, oldest first, for the sweeper to delete (see SweepBatch).
+// A consumer's redelivery of a deleted id runs again.
+func (q *Queries) SweepProcessedBatch(ctx context.Context, arg SweepProcessedBatchParams) ([]SweepProcessedBatchRow, error) {
+	rows, err := q.query(ctx, q.sweepProcessedBatchStmt, sweepProcessedBatch, arg.RetentionUs, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SweepProcessedBatchRow
+	for rows.Next() {
+		var i SweepProcessedBatchRow
+		if err := rows.Scan(&i.Consumer, &i.MessageID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

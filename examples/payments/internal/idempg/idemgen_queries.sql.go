@@ -290,15 +290,44 @@ WHERE ctid IN (
     SELECT k.ctid FROM idempotency_keys k
     WHERE k.sweep_at <= statement_timestamp() AND k.expires_at <= statement_timestamp()
     ORDER BY k.sweep_at
-    LIMIT $1::integer)
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED)
   AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp()
 `
 
 // Sweep deletes up to batch records whose sweep time has come, oldest
 // first. sweep_at is never before expires_at, so every one has expired; a
-// record is deleted at most one lease after it expired.
+// record is deleted at most one lease after it expired. SKIP LOCKED passes
+// over rows another sweeper (or a claim) holds, so that sweepers running
+// at once delete different batches instead of queueing behind one.
 func (q *Queries) Sweep(ctx context.Context, batch int32) (int64, error) {
 	result, err := q.db.Exec(ctx, sweep, batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const sweepProcessed = `-- name: SweepProcessed :execrows
+DELETE FROM idempotency_keys_processed
+WHERE ctid IN (
+    SELECT p.ctid FROM idempotency_keys_processed p
+    WHERE p.processed_at <= statement_timestamp() - $1::bigint * interval '1 millisecond'
+    ORDER BY p.processed_at
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED)
+`
+
+type SweepProcessedParams struct {
+	RetentionMs int64
+	Batch       int32
+}
+
+// SweepProcessed deletes up to batch processed message ids older than
+// retention_ms, oldest first, skipping rows another sweeper holds (see
+// Sweep). A consumer's redelivery of a deleted id runs again.
+func (q *Queries) SweepProcessed(ctx context.Context, arg SweepProcessedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, sweepProcessed, arg.RetentionMs, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -42,6 +42,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.sweepStmt, err = db.PrepareContext(ctx, sweep); err != nil {
 		return nil, fmt.Errorf("error preparing query Sweep: %w", err)
 	}
+	if q.sweepProcessedStmt, err = db.PrepareContext(ctx, sweepProcessed); err != nil {
+		return nil, fmt.Errorf("error preparing query SweepProcessed: %w", err)
+	}
 	return &q, nil
 }
 
@@ -75,6 +78,11 @@ func (q *Queries) Close() error {
 	if q.sweepStmt != nil {
 		if cerr := q.sweepStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing sweepStmt: %w", cerr)
+		}
+	}
+	if q.sweepProcessedStmt != nil {
+		if cerr := q.sweepProcessedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepProcessedStmt: %w", cerr)
 		}
 	}
 	return err
@@ -114,25 +122,27 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db                DBTX
-	tx                *sql.Tx
-	acquireStmt       *sql.Stmt
-	completeStmt      *sql.Stmt
-	lookupStmt        *sql.Stmt
-	markProcessedStmt *sql.Stmt
-	releaseStmt       *sql.Stmt
-	sweepStmt         *sql.Stmt
+	db                 DBTX
+	tx                 *sql.Tx
+	acquireStmt        *sql.Stmt
+	completeStmt       *sql.Stmt
+	lookupStmt         *sql.Stmt
+	markProcessedStmt  *sql.Stmt
+	releaseStmt        *sql.Stmt
+	sweepStmt          *sql.Stmt
+	sweepProcessedStmt *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:                tx,
-		tx:                tx,
-		acquireStmt:       q.acquireStmt,
-		completeStmt:      q.completeStmt,
-		lookupStmt:        q.lookupStmt,
-		markProcessedStmt: q.markProcessedStmt,
-		releaseStmt:       q.releaseStmt,
-		sweepStmt:         q.sweepStmt,
+		db:                 tx,
+		tx:                 tx,
+		acquireStmt:        q.acquireStmt,
+		completeStmt:       q.completeStmt,
+		lookupStmt:         q.lookupStmt,
+		markProcessedStmt:  q.markProcessedStmt,
+		releaseStmt:        q.releaseStmt,
+		sweepStmt:          q.sweepStmt,
+		sweepProcessedStmt: q.sweepProcessedStmt,
 	}
 }

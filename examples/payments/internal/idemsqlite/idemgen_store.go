@@ -41,8 +41,9 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 // Statements: a first request costs a read, the claim (a write) and the
 // completion (a write); a replay or a conflict costs one read.
 type Store struct {
-	db *sql.DB
-	q  *Queries
+	db        *sql.DB
+	q         *Queries
+	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
@@ -51,8 +52,8 @@ var _ idemrt.TxStore = (*Store)(nil)
 // ApplySchema): it prepares its statements. It switches the database to WAL mode
 // (readers then never wait for the writer), and refuses a connection
 // without a busy timeout, on which concurrent writers would fail with
-// SQLITE_BUSY instead of waiting their turn.
-func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
+// SQLITE_BUSY instead of waiting their turn. Options: ProcessedRetention.
+func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("idempotency store: checking SQLite: %w", err)
@@ -78,7 +79,7 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
-	return &Store{db: db, q: q}, nil
+	return newStore(&Store{db: db, q: q}, opts), nil
 }
 
 // Close releases the store's prepared statements (not db).
@@ -206,16 +207,24 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	return nil
 }
 
-// Sweep deletes up to limit expired records; run it with idemrt.RunSweeper.
+// Sweep deletes up to limit expired records and then, with what is left
+// of limit, processed message ids older than the retention (see
+// ProcessedRetention); run it with idemrt.RunSweeper. SQLite has one writer
+// at a time, so sweepers (and claims) take turns: more than one sweeper
+// per database adds nothing.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	n, err := s.q.Sweep(ctx, int64(limit))
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep: %w", err)
-	}
-	return int(n), nil
+	return s.sweepTables(ctx, limit,
+		func(ctx context.Context, limit int) (int, error) {
+			n, err := s.q.Sweep(ctx, int64(limit))
+			return int(n), err
+		},
+		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+			n, err := s.q.SweepProcessed(ctx, SweepProcessedParams{
+				RetentionMs: durationUnits(retention, time.Millisecond),
+				Batch:       int64(limit),
+			})
+			return int(n), err
+		})
 }
 
 // BeginTx opens the transaction of a transactional operation: the handler
