@@ -22,7 +22,10 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"go/ast"
+	"go/format"
 	"go/parser"
+	"go/scanner"
 	"go/token"
 	"io/fs"
 	"path"
@@ -91,6 +94,9 @@ func Render(d Data) (map[string][]byte, error) {
 	if version == "" {
 		version = "(devel)"
 	}
+	if err := unexportSqlc(raw); err != nil {
+		return nil, err
+	}
 	out := map[string][]byte{}
 	for name, b := range raw {
 		switch {
@@ -127,6 +133,116 @@ func Render(d Data) (map[string][]byte, error) {
 // sqlcFiles names the Go files sqlc writes from every dialect's
 // idemgen_sqlc.yaml.
 var sqlcFiles = []string{"idemgen_db.go", "idemgen_models.go", "idemgen_queries.sql.go"}
+
+// unexportSqlc renames, in every Go file of files, the package-level names
+// sqlc's output declares (New, Queries, DBTX, the Params and Row types,
+// Prepare) to unexported ones, so that the store's NewStore is the only way
+// in from outside the package: a caller cannot reach the queries around the
+// store's checks. Methods and struct fields keep their names (the
+// identifiers stay sqlc's otherwise); New and Prepare become newQueries
+// and prepareQueries (new is a builtin). The committed files and the
+// templates keep sqlc's names, so that TestSqlcOutput compares with sqlc.
+func unexportSqlc(files map[string][]byte) error {
+	rename := map[string]string{}
+	fset := token.NewFileSet()
+	for _, name := range sqlcFiles {
+		b, ok := files[name]
+		if !ok {
+			return fmt.Errorf("templates: sqlc's %s is missing", name)
+		}
+		f, err := parser.ParseFile(fset, name, b, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("templates: %w", err)
+		}
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				if decl.Recv == nil {
+					rename[decl.Name.Name] = ""
+				}
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					if ts, ok := spec.(*ast.TypeSpec); ok {
+						rename[ts.Name.Name] = ""
+					}
+				}
+			}
+		}
+	}
+	for old := range rename {
+		if !token.IsExported(old) {
+			delete(rename, old)
+			continue
+		}
+		switch old {
+		case "New", "Prepare":
+			rename[old] = strings.ToLower(old) + "Queries"
+		default:
+			rename[old] = unexported(old)
+		}
+	}
+	for name, b := range files {
+		if !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		out, err := renameIdents(fset, name, b, rename)
+		if err != nil {
+			return err
+		}
+		files[name] = out
+	}
+	return nil
+}
+
+// unexported lower-cases the leading upper-case run of an exported name
+// the way Go names are written: ClaimParams claimParams, DBTX dbtx,
+// HTTPServer httpServer.
+func unexported(name string) string {
+	n := 0
+	for n < len(name) && 'A' <= name[n] && name[n] <= 'Z' {
+		n++
+	}
+	if n > 1 && n < len(name) && 'a' <= name[n] && name[n] <= 'z' {
+		n-- // the last capital starts the next word
+	}
+	return strings.ToLower(name[:n]) + name[n:]
+}
+
+// renameIdents renames the identifiers of src that rename lists, except
+// after a period (a selector: errors.New, q.Claim stay), and gofmts the
+// result.
+func renameIdents(fset *token.FileSet, name string, src []byte, rename map[string]string) ([]byte, error) {
+	var s scanner.Scanner
+	file := fset.AddFile(name, -1, len(src))
+	var errs scanner.ErrorList
+	s.Init(file, src, func(pos token.Position, msg string) { errs.Add(pos, msg) }, scanner.ScanComments)
+	var out bytes.Buffer
+	last, prev := 0, token.ILLEGAL
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			break
+		}
+		if to, ok := rename[lit]; ok && tok == token.IDENT && prev != token.PERIOD {
+			off := file.Offset(pos)
+			out.Write(src[last:off])
+			out.WriteString(to)
+			last = off + len(lit)
+		}
+		if tok != token.COMMENT {
+			prev = tok
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	out.Write(src[last:])
+	b, err := format.Source(out.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("templates: %s after unexporting sqlc's names: %w", name, err)
+	}
+	return b, nil
+}
 
 // declaresNothing reports whether the Go file b has no declarations.
 func declaresNothing(name string, b []byte) (bool, error) {

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -262,5 +263,70 @@ func TestSqlcOutput(t *testing.T) {
 				t.Errorf("sqlc produced %d Go files, want 3 (db, models, queries)", produced)
 			}
 		})
+	}
+}
+
+func TestUnexported(t *testing.T) {
+	for in, want := range map[string]string{"ClaimParams": "claimParams", "DBTX": "dbtx", "HTTPServer": "httpServer", "ServerStateRow": "serverStateRow", "Queries": "queries", "X": "x"} {
+		if got := unexported(in); got != want {
+			t.Errorf("unexported(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStoreIsTheWayIn: the rendered package exports none of sqlc's
+// package-level names (New, Queries, DBTX, the Params and Row types), so
+// that callers go through NewStore; the committed sqlc output keeps them
+// (it is what sqlc writes).
+func TestStoreIsTheWayIn(t *testing.T) {
+	for _, dialect := range Dialects {
+		d := Data{Package: "idem", Dialect: dialect, Table: DefaultTable}
+		files, err := Render(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := render(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exported := func(files map[string][]byte) []string {
+			var names []string
+			for name, b := range files {
+				if !strings.HasSuffix(name, ".go") {
+					continue
+				}
+				f, err := parser.ParseFile(token.NewFileSet(), name, b, parser.SkipObjectResolution)
+				if err != nil {
+					t.Fatalf("%s/%s: %v", dialect, name, err)
+				}
+				for _, decl := range f.Decls {
+					switch decl := decl.(type) {
+					case *ast.FuncDecl:
+						if decl.Recv == nil && decl.Name.IsExported() {
+							names = append(names, decl.Name.Name)
+						}
+					case *ast.GenDecl:
+						for _, spec := range decl.Specs {
+							if ts, ok := spec.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+								names = append(names, ts.Name.Name)
+							}
+						}
+					}
+				}
+			}
+			sort.Strings(names)
+			return names
+		}
+		for _, name := range exported(files) {
+			if slices.Contains([]string{"New", "Queries", "DBTX"}, name) || strings.HasSuffix(name, "Params") || strings.HasSuffix(name, "Row") {
+				t.Errorf("%s: Render exports sqlc's %s", dialect, name)
+			}
+		}
+		if got := exported(raw); !slices.Contains(got, "New") || !slices.Contains(got, "Queries") {
+			t.Errorf("%s: the committed sqlc output does not export New and Queries: %v", dialect, got)
+		}
+		if !bytes.Contains(files["idemgen_store.go"], []byte("newQueries(")) {
+			t.Errorf("%s: the store does not call newQueries", dialect)
+		}
 	}
 }

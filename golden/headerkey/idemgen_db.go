@@ -11,22 +11,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-type DBTX interface {
+type dbtx interface {
 	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
 	Query(context.Context, string, ...interface{}) (pgx.Rows, error)
 	QueryRow(context.Context, string, ...interface{}) pgx.Row
 }
 
-func New(db DBTX) *Queries {
-	return &Queries{db: db}
+func newQueries(db dbtx) *queries {
+	return &queries{db: db}
 }
 
-type Queries struct {
-	db DBTX
+type queries struct {
+	db dbtx
 }
 
-func (q *Queries) WithTx(tx pgx.Tx) *Queries {
-	return &Queries{
+func (q *queries) WithTx(tx pgx.Tx) *queries {
+	return &queries{
 		db: tx,
 	}
 }

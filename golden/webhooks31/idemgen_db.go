@@ -10,19 +10,19 @@ import (
 	"fmt"
 )
 
-type DBTX interface {
+type dbtx interface {
 	ExecContext(context.Context, string, ...interface{}) (sql.Result, error)
 	PrepareContext(context.Context, string) (*sql.Stmt, error)
 	QueryContext(context.Context, string, ...interface{}) (*sql.Rows, error)
 	QueryRowContext(context.Context, string, ...interface{}) *sql.Row
 }
 
-func New(db DBTX) *Queries {
-	return &Queries{db: db}
+func newQueries(db dbtx) *queries {
+	return &queries{db: db}
 }
 
-func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
-	q := Queries{db: db}
+func prepareQueries(ctx context.Context, db dbtx) (*queries, error) {
+	q := queries{db: db}
 	var err error
 	if q.acquireStmt, err = db.PrepareContext(ctx, acquire); err != nil {
 		return nil, fmt.Errorf("error preparing query Acquire: %w", err)
@@ -45,7 +45,7 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	return &q, nil
 }
 
-func (q *Queries) Close() error {
+func (q *queries) Close() error {
 	var err error
 	if q.acquireStmt != nil {
 		if cerr := q.acquireStmt.Close(); cerr != nil {
@@ -80,7 +80,7 @@ func (q *Queries) Close() error {
 	return err
 }
 
-func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+func (q *queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
@@ -91,7 +91,7 @@ func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args .
 	}
 }
 
-func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+func (q *queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
@@ -102,7 +102,7 @@ func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args 
 	}
 }
 
-func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+func (q *queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
@@ -113,8 +113,8 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 	}
 }
 
-type Queries struct {
-	db                DBTX
+type queries struct {
+	db                dbtx
 	tx                *sql.Tx
 	acquireStmt       *sql.Stmt
 	completeStmt      *sql.Stmt
@@ -124,8 +124,8 @@ type Queries struct {
 	sweepStmt         *sql.Stmt
 }
 
-func (q *Queries) WithTx(tx *sql.Tx) *Queries {
-	return &Queries{
+func (q *queries) WithTx(tx *sql.Tx) *queries {
+	return &queries{
 		db:                tx,
 		tx:                tx,
 		acquireStmt:       q.acquireStmt,

@@ -41,7 +41,7 @@ ON DUPLICATE KEY UPDATE
     sweep_at = IF(claim_token = VALUES(claim_token), VALUES(sweep_at), sweep_at)
 `
 
-type ClaimParams struct {
+type claimParams struct {
 	Scope              []byte
 	Principal          []byte
 	IdemKey            []byte
@@ -68,7 +68,7 @@ type ClaimParams struct {
 // over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
 // row sets LAST_INSERT_ID() even when the row exists, so an update that did
 // not compute a new epoch leaves a multiple of 4.
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (sql.Result, error) {
+func (q *queries) Claim(ctx context.Context, arg claimParams) (sql.Result, error) {
 	return q.exec(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Principal,
@@ -97,7 +97,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type CompleteParams struct {
+type completeParams struct {
 	Status    int32
 	Headers   []byte
 	Body      []byte
@@ -113,7 +113,7 @@ type CompleteParams struct {
 // record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
 // completion within the lease leaves it as it is (only one after the lease
 // moves it) and changes no secondary index.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
+func (q *queries) Complete(ctx context.Context, arg completeParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
@@ -140,13 +140,13 @@ FROM idempotency_keys
 WHERE scope = ? AND principal = ? AND idem_key = ?
 `
 
-type LookupParams struct {
+type lookupParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
 }
 
-type LookupRow struct {
+type lookupRow struct {
 	State              int8
 	Epoch              int64
 	Fingerprint        []byte
@@ -161,9 +161,9 @@ type LookupRow struct {
 
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock.
-func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+func (q *queries) Lookup(ctx context.Context, arg lookupParams) (lookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
-	var i LookupRow
+	var i lookupRow
 	err := row.Scan(
 		&i.State,
 		&i.Epoch,
@@ -184,7 +184,7 @@ INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id)
 VALUES (?, ?)
 `
 
-type MarkProcessedParams struct {
+type markProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
@@ -192,7 +192,7 @@ type MarkProcessedParams struct {
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
 // here: both columns are binary and their length is checked before.
-func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
+func (q *queries) MarkProcessed(ctx context.Context, arg markProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -207,7 +207,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type ReleaseParams struct {
+type releaseParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
@@ -217,7 +217,7 @@ type ReleaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
+func (q *queries) Release(ctx context.Context, arg releaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
@@ -240,7 +240,7 @@ LIMIT ?
 // Sweep deletes up to batch records whose sweep time has come, oldest
 // first. sweep_at is never before expires_at, so every one has expired; a
 // record is deleted at most one lease after it expired.
-func (q *Queries) Sweep(ctx context.Context, limit int32) (int64, error) {
+func (q *queries) Sweep(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
 	if err != nil {
 		return 0, err
