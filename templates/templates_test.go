@@ -184,13 +184,13 @@ func TestRenderRejects(t *testing.T) {
 	}
 }
 
-// sqlcGenerate runs the pinned sqlc's generate on dir/idemgen_sqlc.yaml:
-// $IDEMGEN_SQLC if set (a prebuilt binary), else go tool -modfile=tools.mod
-// sqlc, run from the repository root (go tool needs the main module; sqlc
-// reads the paths in the yaml relative to the yaml).
-func sqlcGenerate(t *testing.T, dir string) {
+// sqlcGenerate runs the pinned sqlc's generate on the configuration file
+// yaml: $IDEMGEN_SQLC if set (a prebuilt binary), else go tool
+// -modfile=tools.mod sqlc, run from the repository root (go tool needs the
+// main module; sqlc reads the paths in the yaml relative to the yaml).
+func sqlcGenerate(t *testing.T, yaml string) {
 	t.Helper()
-	yaml, err := filepath.Abs(filepath.Join(dir, "idemgen_sqlc.yaml"))
+	yaml, err := filepath.Abs(yaml)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestSqlcOutput(t *testing.T) {
 	for _, dialect := range Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			if *testutil.Update {
-				sqlcGenerate(t, dialect)
+				sqlcGenerate(t, filepath.Join(dialect, "idemgen_sqlc.yaml"))
 			}
 			d := Data{Package: "acmeidem", Dialect: dialect, Table: "acme_request_keys", Version: "v9.8.7"}
 			files, err := Render(d)
@@ -236,7 +236,7 @@ func TestSqlcOutput(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sqlcGenerate(t, dir)
+			sqlcGenerate(t, filepath.Join(dir, "idemgen_sqlc.yaml"))
 			entries, err := os.ReadDir(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -328,5 +328,59 @@ func TestStoreIsTheWayIn(t *testing.T) {
 		if !bytes.Contains(files["idemgen_store.go"], []byte("newQueries(")) {
 			t.Errorf("%s: the store does not call newQueries", dialect)
 		}
+	}
+}
+
+// TestOwnQueries follows the recipe idemgen_sqlc.yaml's comment gives for
+// queries of one's own: the sqlc configuration in the comment, in a folder
+// beside the generated one, reads the emitted schema and a query file of
+// its own, and the pinned sqlc generates from it. It runs with
+// TestSqlcOutput's IDEMGEN_TEST_SQLC=1.
+func TestOwnQueries(t *testing.T) {
+	if os.Getenv("IDEMGEN_TEST_SQLC") != "1" {
+		t.Skip("set IDEMGEN_TEST_SQLC=1 to run the pinned sqlc")
+	}
+	for _, dialect := range Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			files, err := Render(Data{Package: "idem", Dialect: dialect, Table: "acme_request_keys"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The comment's example, from "version:" on, uncommented.
+			var recipe []string
+			for line := range strings.Lines(string(files["idemgen_sqlc.yaml"])) {
+				rest, ok := strings.CutPrefix(line, "#   ")
+				if ok && (len(recipe) > 0 || strings.HasPrefix(rest, "version:")) {
+					recipe = append(recipe, rest)
+				}
+			}
+			if len(recipe) == 0 {
+				t.Fatal("idemgen_sqlc.yaml's comment has no example configuration")
+			}
+			root := t.TempDir()
+			write := func(name string, b []byte) {
+				t.Helper()
+				p := filepath.Join(root, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, b := range files {
+				write(filepath.Join("idem", name), b)
+			}
+			write("idemq/sqlc.yaml", []byte(strings.Join(recipe, "")))
+			write("idemq/queries.sql", []byte("-- name: CountKeys :one\nSELECT count(*) FROM acme_request_keys WHERE scope = ?;\n"))
+			if dialect == Postgres {
+				write("idemq/queries.sql", []byte("-- name: CountKeys :one\nSELECT count(*) FROM acme_request_keys WHERE scope = $1;\n"))
+			}
+			sqlcGenerate(t, filepath.Join(root, "idemq", "sqlc.yaml"))
+			got, err := os.ReadFile(filepath.Join(root, "idemq", "queries.sql.go"))
+			if err != nil || !bytes.Contains(got, []byte("func (q *Queries) CountKeys(")) {
+				t.Errorf("sqlc wrote no CountKeys: %v\n%s", err, got)
+			}
+		})
 	}
 }
