@@ -28,6 +28,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -135,13 +136,14 @@ func Render(d Data) (map[string][]byte, error) {
 var sqlcFiles = []string{"idemgen_db.go", "idemgen_models.go", "idemgen_queries.sql.go"}
 
 // unexportSqlc renames, in every Go file of files, the package-level names
-// sqlc's output declares (New, Queries, DBTX, the Params and Row types,
-// Prepare) to unexported ones, so that the store's NewStore is the only way
-// in from outside the package: a caller cannot reach the queries around the
-// store's checks. Methods and struct fields keep their names (the
-// identifiers stay sqlc's otherwise); New and Prepare become newQueries
-// and prepareQueries (new is a builtin). The committed files and the
-// templates keep sqlc's names, so that TestSqlcOutput compares with sqlc.
+// sqlc's output declares (New, Queries, DBTX, Prepare, the Params and Row
+// types) to unexported ones prefixed sqlc (sqlcNew, sqlcQueries,
+// sqlcClaimParams...), so that the store's NewStore is the only way in from
+// outside the package: a caller cannot reach the queries around the
+// store's checks. Methods and struct fields keep their names. The
+// committed files and the templates keep sqlc's names, so that
+// TestSqlcOutput compares with sqlc; a template that already uses one of
+// the new names is an error.
 func unexportSqlc(files map[string][]byte) error {
 	rename := map[string]string{}
 	fset := token.NewFileSet()
@@ -155,37 +157,35 @@ func unexportSqlc(files map[string][]byte) error {
 			return fmt.Errorf("templates: %w", err)
 		}
 		for _, decl := range f.Decls {
+			var names []*ast.Ident
 			switch decl := decl.(type) {
 			case *ast.FuncDecl:
 				if decl.Recv == nil {
-					rename[decl.Name.Name] = ""
+					names = append(names, decl.Name)
 				}
 			case *ast.GenDecl:
 				for _, spec := range decl.Specs {
 					if ts, ok := spec.(*ast.TypeSpec); ok {
-						rename[ts.Name.Name] = ""
+						names = append(names, ts.Name)
 					}
+				}
+			}
+			for _, id := range names {
+				if id.IsExported() {
+					rename[id.Name] = "sqlc" + id.Name
 				}
 			}
 		}
 	}
-	for old := range rename {
-		if !token.IsExported(old) {
-			delete(rename, old)
-			continue
-		}
-		switch old {
-		case "New", "Prepare":
-			rename[old] = strings.ToLower(old) + "Queries"
-		default:
-			rename[old] = unexported(old)
-		}
+	taken := map[string]bool{}
+	for _, to := range rename {
+		taken[to] = true
 	}
-	for name, b := range files {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if !strings.HasSuffix(name, ".go") {
 			continue
 		}
-		out, err := renameIdents(fset, name, b, rename)
+		out, err := renameIdents(fset, name, files[name], rename, taken)
 		if err != nil {
 			return err
 		}
@@ -194,24 +194,11 @@ func unexportSqlc(files map[string][]byte) error {
 	return nil
 }
 
-// unexported lower-cases the leading upper-case run of an exported name
-// the way Go names are written: ClaimParams claimParams, DBTX dbtx,
-// HTTPServer httpServer.
-func unexported(name string) string {
-	n := 0
-	for n < len(name) && 'A' <= name[n] && name[n] <= 'Z' {
-		n++
-	}
-	if n > 1 && n < len(name) && 'a' <= name[n] && name[n] <= 'z' {
-		n-- // the last capital starts the next word
-	}
-	return strings.ToLower(name[:n]) + name[n:]
-}
-
 // renameIdents renames the identifiers of src that rename lists, except
 // after a period (a selector: errors.New, q.Claim stay), and gofmts the
-// result.
-func renameIdents(fset *token.FileSet, name string, src []byte, rename map[string]string) ([]byte, error) {
+// result. An identifier of src that is already one of the taken names is
+// an error: renaming would make two things of one name.
+func renameIdents(fset *token.FileSet, name string, src []byte, rename map[string]string, taken map[string]bool) ([]byte, error) {
 	var s scanner.Scanner
 	file := fset.AddFile(name, -1, len(src))
 	var errs scanner.ErrorList
@@ -222,6 +209,9 @@ func renameIdents(fset *token.FileSet, name string, src []byte, rename map[strin
 		pos, tok, lit := s.Scan()
 		if tok == token.EOF {
 			break
+		}
+		if tok == token.IDENT && taken[lit] {
+			return nil, fmt.Errorf("templates: %s uses the name %s, which sqlc's output is renamed to", fset.Position(pos), lit)
 		}
 		if to, ok := rename[lit]; ok && tok == token.IDENT && prev != token.PERIOD {
 			off := file.Offset(pos)

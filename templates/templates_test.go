@@ -266,14 +266,6 @@ func TestSqlcOutput(t *testing.T) {
 	}
 }
 
-func TestUnexported(t *testing.T) {
-	for in, want := range map[string]string{"ClaimParams": "claimParams", "DBTX": "dbtx", "HTTPServer": "httpServer", "ServerStateRow": "serverStateRow", "Queries": "queries", "X": "x"} {
-		if got := unexported(in); got != want {
-			t.Errorf("unexported(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestStoreIsTheWayIn: the rendered package exports none of sqlc's
 // package-level names (New, Queries, DBTX, the Params and Row types), so
 // that callers go through NewStore; the committed sqlc output keeps them
@@ -325,8 +317,8 @@ func TestStoreIsTheWayIn(t *testing.T) {
 		if got := exported(raw); !slices.Contains(got, "New") || !slices.Contains(got, "Queries") {
 			t.Errorf("%s: the committed sqlc output does not export New and Queries: %v", dialect, got)
 		}
-		if !bytes.Contains(files["idemgen_store.go"], []byte("newQueries(")) {
-			t.Errorf("%s: the store does not call newQueries", dialect)
+		if !bytes.Contains(files["idemgen_store.go"], []byte("sqlcNew(")) {
+			t.Errorf("%s: the store does not call sqlcNew", dialect)
 		}
 	}
 }
@@ -382,5 +374,18 @@ func TestOwnQueries(t *testing.T) {
 				t.Errorf("sqlc wrote no CountKeys: %v\n%s", err, got)
 			}
 		})
+	}
+}
+
+// TestRenameClash: a template that already uses a name sqlc's output is
+// renamed to is refused, not compiled into a redeclaration.
+func TestRenameClash(t *testing.T) {
+	files, err := render(Data{Package: "idem", Dialect: SQLite, Table: DefaultTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["idemgen_extra.go"] = []byte("package idem\n\nfunc sqlcAcquireParams() {}\n")
+	if err := unexportSqlc(files); err == nil || !strings.Contains(err.Error(), "idemgen_extra.go:3:6 uses the name sqlcAcquireParams") {
+		t.Errorf("unexportSqlc = %v, want the clash at idemgen_extra.go:3:6", err)
 	}
 }

@@ -10,19 +10,19 @@ import (
 	"fmt"
 )
 
-type dbtx interface {
+type sqlcDBTX interface {
 	ExecContext(context.Context, string, ...interface{}) (sql.Result, error)
 	PrepareContext(context.Context, string) (*sql.Stmt, error)
 	QueryContext(context.Context, string, ...interface{}) (*sql.Rows, error)
 	QueryRowContext(context.Context, string, ...interface{}) *sql.Row
 }
 
-func newQueries(db dbtx) *queries {
-	return &queries{db: db}
+func sqlcNew(db sqlcDBTX) *sqlcQueries {
+	return &sqlcQueries{db: db}
 }
 
-func prepareQueries(ctx context.Context, db dbtx) (*queries, error) {
-	q := queries{db: db}
+func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
+	q := sqlcQueries{db: db}
 	var err error
 	if q.claimStmt, err = db.PrepareContext(ctx, claim); err != nil {
 		return nil, fmt.Errorf("error preparing query Claim: %w", err)
@@ -45,7 +45,7 @@ func prepareQueries(ctx context.Context, db dbtx) (*queries, error) {
 	return &q, nil
 }
 
-func (q *queries) Close() error {
+func (q *sqlcQueries) Close() error {
 	var err error
 	if q.claimStmt != nil {
 		if cerr := q.claimStmt.Close(); cerr != nil {
@@ -80,7 +80,7 @@ func (q *queries) Close() error {
 	return err
 }
 
-func (q *queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+func (q *sqlcQueries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
@@ -91,7 +91,7 @@ func (q *queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args .
 	}
 }
 
-func (q *queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+func (q *sqlcQueries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
@@ -102,7 +102,7 @@ func (q *queries) query(ctx context.Context, stmt *sql.Stmt, query string, args 
 	}
 }
 
-func (q *queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+func (q *sqlcQueries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
@@ -113,8 +113,8 @@ func (q *queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 	}
 }
 
-type queries struct {
-	db                dbtx
+type sqlcQueries struct {
+	db                sqlcDBTX
 	tx                *sql.Tx
 	claimStmt         *sql.Stmt
 	completeStmt      *sql.Stmt
@@ -124,8 +124,8 @@ type queries struct {
 	sweepStmt         *sql.Stmt
 }
 
-func (q *queries) WithTx(tx *sql.Tx) *queries {
-	return &queries{
+func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
+	return &sqlcQueries{
 		db:                tx,
 		tx:                tx,
 		claimStmt:         q.claimStmt,

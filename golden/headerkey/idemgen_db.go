@@ -11,22 +11,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-type dbtx interface {
+type sqlcDBTX interface {
 	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
 	Query(context.Context, string, ...interface{}) (pgx.Rows, error)
 	QueryRow(context.Context, string, ...interface{}) pgx.Row
 }
 
-func newQueries(db dbtx) *queries {
-	return &queries{db: db}
+func sqlcNew(db sqlcDBTX) *sqlcQueries {
+	return &sqlcQueries{db: db}
 }
 
-type queries struct {
-	db dbtx
+type sqlcQueries struct {
+	db sqlcDBTX
 }
 
-func (q *queries) WithTx(tx pgx.Tx) *queries {
-	return &queries{
+func (q *sqlcQueries) WithTx(tx pgx.Tx) *sqlcQueries {
+	return &sqlcQueries{
 		db: tx,
 	}
 }

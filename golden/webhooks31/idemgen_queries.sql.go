@@ -38,7 +38,7 @@ WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
 RETURNING epoch
 `
 
-type acquireParams struct {
+type sqlcAcquireParams struct {
 	Scope              string
 	Principal          []byte
 	IdemKey            string
@@ -56,7 +56,7 @@ type acquireParams struct {
 // previous one follows every epoch that one handed out (its creation time
 // plus one per claim after); a claim of an existing row is its epoch + 1.
 // The record may be swept lease + ttl from now (see Complete).
-func (q *queries) Acquire(ctx context.Context, arg acquireParams) (int64, error) {
+func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64, error) {
 	row := q.queryRow(ctx, q.acquireStmt, acquire,
 		arg.Scope,
 		arg.Principal,
@@ -85,7 +85,7 @@ WHERE scope = ?6 AND principal = ?7 AND idem_key = ?8
   AND epoch = ?9 AND state = 1
 `
 
-type completeParams struct {
+type sqlcCompleteParams struct {
 	Status    int64
 	Headers   []byte
 	Body      []byte
@@ -101,7 +101,7 @@ type completeParams struct {
 // record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
 // completion within the lease leaves it as it is (only one after the lease
 // moves it) and the sweep index alone.
-func (q *queries) Complete(ctx context.Context, arg completeParams) (int64, error) {
+func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
@@ -131,13 +131,13 @@ FROM idempotency_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS no
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
 `
 
-type lookupParams struct {
+type sqlcLookupParams struct {
 	Scope     string
 	Principal []byte
 	IdemKey   string
 }
 
-type lookupRow struct {
+type sqlcLookupRow struct {
 	Live               int64
 	Epoch              int64
 	Fingerprint        []byte
@@ -157,9 +157,9 @@ type lookupRow struct {
 //	-2   completed, unexpired, a tombstone (no response saved)
 //	-3   in progress, unexpired, lease ended: a claim takes it over
 //	-4   expired or released: a claim treats it as absent
-func (q *queries) Lookup(ctx context.Context, arg lookupParams) (lookupRow, error) {
+func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
-	var i lookupRow
+	var i sqlcLookupRow
 	err := row.Scan(
 		&i.Live,
 		&i.Epoch,
@@ -178,14 +178,14 @@ VALUES (?1, ?2)
 ON CONFLICT (consumer, message_id) DO NOTHING
 `
 
-type markProcessedParams struct {
+type sqlcMarkProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
 
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery).
-func (q *queries) MarkProcessed(ctx context.Context, arg markProcessedParams) (int64, error) {
+func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -203,7 +203,7 @@ WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
   AND epoch = ?4 AND state = 1
 `
 
-type releaseParams struct {
+type sqlcReleaseParams struct {
 	Scope     string
 	Principal []byte
 	IdemKey   string
@@ -213,7 +213,7 @@ type releaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *queries) Release(ctx context.Context, arg releaseParams) (int64, error) {
+func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
@@ -239,7 +239,7 @@ WHERE (scope, principal, idem_key) IN (
 // Sweep deletes up to batch records whose sweep time has come, oldest
 // first. sweep_at is never before expires_at, so every one has expired; a
 // record is deleted at most one lease after it expired.
-func (q *queries) Sweep(ctx context.Context, batch int64) (int64, error) {
+func (q *sqlcQueries) Sweep(ctx context.Context, batch int64) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, batch)
 	if err != nil {
 		return 0, err

@@ -56,7 +56,7 @@ func stripComments(stmt string) string {
 // record, the claim, the completion); a replay or a conflict costs one read.
 type Store struct {
 	db *sql.DB
-	q  *queries
+	q  *sqlcQueries
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
@@ -97,7 +97,7 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := checkSQLMode(mode); err != nil {
 		return nil, err
 	}
-	q, err := prepareQueries(ctx, db)
+	q, err := sqlcPrepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
@@ -178,7 +178,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if _, err := rand.Read(token); err != nil {
 		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim token: %w", err)
 	}
-	arg := claimParams{
+	arg := sqlcClaimParams{
 		Scope:              []byte(req.Scope),
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            []byte(req.Key),
@@ -188,7 +188,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		LeaseUs:            durationUnits(req.Lease, time.Microsecond),
 		TtlUs:              durationUnits(req.TTL, time.Microsecond),
 	}
-	lookup := lookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey}
+	lookup := sqlcLookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey}
 	for range maxClaimAttempts {
 		cur, err := s.q.Lookup(ctx, lookup)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -257,7 +257,7 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 // server that would refuse it or, without strict mode, truncate it.
 const maxBlob = 1<<24 - 1
 
-func completeWith(ctx context.Context, q *queries, c idemrt.Completion) error {
+func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
 	cp, err := completionOf(c)
 	if err != nil {
 		return err
@@ -265,7 +265,7 @@ func completeWith(ctx context.Context, q *queries, c idemrt.Completion) error {
 	if len(cp.body) > maxBlob || len(cp.headers) > maxBlob {
 		cp = completion{tombstone: true, headers: []byte{}, body: []byte{}}
 	}
-	n, err := q.Complete(ctx, completeParams{
+	n, err := q.Complete(ctx, sqlcCompleteParams{
 		Status:    cp.status,
 		Headers:   cp.headers,
 		Body:      cp.body,
@@ -292,7 +292,7 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	if err := checkRecordKey(key); err != nil {
 		return err
 	}
-	n, err := s.q.Release(ctx, releaseParams{Scope: []byte(key.Scope), Principal: key.PrincipalHash[:], IdemKey: []byte(key.Key), Epoch: epoch})
+	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: []byte(key.Scope), Principal: key.PrincipalHash[:], IdemKey: []byte(key.Key), Epoch: epoch})
 	if err != nil {
 		return fmt.Errorf("idempotency store: release: %w", err)
 	}
@@ -326,7 +326,7 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 
 type storeTx struct {
 	tx *sql.Tx
-	q  *queries
+	q  *sqlcQueries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
@@ -359,7 +359,7 @@ func MarkProcessed(ctx context.Context, tx *sql.Tx, consumer, messageID string) 
 	if err := checkMessage(consumer, messageID); err != nil {
 		return false, err
 	}
-	n, err := newQueries(tx).MarkProcessed(ctx, markProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
+	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
 	if err != nil {
 		return false, fmt.Errorf("idempotency store: mark processed: %w", err)
 	}

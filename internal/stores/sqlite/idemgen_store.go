@@ -42,7 +42,7 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 // completion (a write); a replay or a conflict costs one read.
 type Store struct {
 	db *sql.DB
-	q  *queries
+	q  *sqlcQueries
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
@@ -74,7 +74,7 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if busy <= 0 {
 		return nil, errors.New("idempotency store: SQLite busy_timeout is 0, so concurrent writers would fail at once; open the database with a busy timeout on every connection (modernc.org/sqlite: _pragma=busy_timeout(5000) in the DSN)")
 	}
-	q, err := prepareQueries(ctx, db)
+	q, err := sqlcPrepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
@@ -108,7 +108,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	lookup := lookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
+	lookup := sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
 	for range maxClaimAttempts {
 		takeover, readEpoch := false, int64(0)
 		row, err := s.q.Lookup(ctx, lookup)
@@ -137,7 +137,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		default:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
 		}
-		epoch, err := s.q.Acquire(ctx, acquireParams{
+		epoch, err := s.q.Acquire(ctx, sqlcAcquireParams{
 			Scope:              req.Scope,
 			Principal:          req.PrincipalHash[:],
 			IdemKey:            req.Key,
@@ -164,12 +164,12 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 	return completeWith(ctx, s.q, c)
 }
 
-func completeWith(ctx context.Context, q *queries, c idemrt.Completion) error {
+func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
 	cp, err := completionOf(c)
 	if err != nil {
 		return err
 	}
-	n, err := q.Complete(ctx, completeParams{
+	n, err := q.Complete(ctx, sqlcCompleteParams{
 		Status:    int64(cp.status),
 		Headers:   cp.headers,
 		Body:      cp.body,
@@ -196,7 +196,7 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	if err := checkRecordKey(key); err != nil {
 		return err
 	}
-	n, err := s.q.Release(ctx, releaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
 	if err != nil {
 		return fmt.Errorf("idempotency store: release: %w", err)
 	}
@@ -230,7 +230,7 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 
 type storeTx struct {
 	tx *sql.Tx
-	q  *queries
+	q  *sqlcQueries
 }
 
 func (t *storeTx) Handle() any { return t.tx }
@@ -262,7 +262,7 @@ func MarkProcessed(ctx context.Context, tx *sql.Tx, consumer, messageID string) 
 	if err := checkMessage(consumer, messageID); err != nil {
 		return false, err
 	}
-	n, err := newQueries(tx).MarkProcessed(ctx, markProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
+	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
 	if err != nil {
 		return false, fmt.Errorf("idempotency store: mark processed: %w", err)
 	}

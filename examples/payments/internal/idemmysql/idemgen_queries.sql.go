@@ -41,7 +41,7 @@ ON DUPLICATE KEY UPDATE
     sweep_at = IF(claim_token = VALUES(claim_token), VALUES(sweep_at), sweep_at)
 `
 
-type claimParams struct {
+type sqlcClaimParams struct {
 	Scope              []byte
 	Principal          []byte
 	IdemKey            []byte
@@ -68,7 +68,7 @@ type claimParams struct {
 // over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
 // row sets LAST_INSERT_ID() even when the row exists, so an update that did
 // not compute a new epoch leaves a multiple of 4.
-func (q *queries) Claim(ctx context.Context, arg claimParams) (sql.Result, error) {
+func (q *sqlcQueries) Claim(ctx context.Context, arg sqlcClaimParams) (sql.Result, error) {
 	return q.exec(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Principal,
@@ -97,7 +97,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type completeParams struct {
+type sqlcCompleteParams struct {
 	Status    int32
 	Headers   []byte
 	Body      []byte
@@ -113,7 +113,7 @@ type completeParams struct {
 // record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
 // completion within the lease leaves it as it is (only one after the lease
 // moves it) and changes no secondary index.
-func (q *queries) Complete(ctx context.Context, arg completeParams) (int64, error) {
+func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
@@ -140,13 +140,13 @@ FROM idempotency_keys
 WHERE scope = ? AND principal = ? AND idem_key = ?
 `
 
-type lookupParams struct {
+type sqlcLookupParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
 }
 
-type lookupRow struct {
+type sqlcLookupRow struct {
 	State              int8
 	Epoch              int64
 	Fingerprint        []byte
@@ -161,9 +161,9 @@ type lookupRow struct {
 
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock.
-func (q *queries) Lookup(ctx context.Context, arg lookupParams) (lookupRow, error) {
+func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
-	var i lookupRow
+	var i sqlcLookupRow
 	err := row.Scan(
 		&i.State,
 		&i.Epoch,
@@ -184,7 +184,7 @@ INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id)
 VALUES (?, ?)
 `
 
-type markProcessedParams struct {
+type sqlcMarkProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
@@ -192,7 +192,7 @@ type markProcessedParams struct {
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
 // here: both columns are binary and their length is checked before.
-func (q *queries) MarkProcessed(ctx context.Context, arg markProcessedParams) (int64, error) {
+func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -207,7 +207,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type releaseParams struct {
+type sqlcReleaseParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
@@ -217,7 +217,7 @@ type releaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *queries) Release(ctx context.Context, arg releaseParams) (int64, error) {
+func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
@@ -240,7 +240,7 @@ LIMIT ?
 // Sweep deletes up to batch records whose sweep time has come, oldest
 // first. sweep_at is never before expires_at, so every one has expired; a
 // record is deleted at most one lease after it expired.
-func (q *queries) Sweep(ctx context.Context, limit int32) (int64, error) {
+func (q *sqlcQueries) Sweep(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, limit)
 	if err != nil {
 		return 0, err

@@ -51,7 +51,7 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool) error {
 // costs one; taking over an expired or abandoned record costs one more.
 type Store struct {
 	pool *pgxpool.Pool
-	q    *queries
+	q    *sqlcQueries
 }
 
 var _ idemrt.TxStore = (*Store)(nil)
@@ -60,14 +60,14 @@ var _ idemrt.TxStore = (*Store)(nil)
 // replica) and sessions that are read-only: claims must be made on the
 // primary.
 func NewStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
-	st, err := newQueries(pool).ServerState(ctx)
+	st, err := sqlcNew(pool).ServerState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: checking the server: %w", err)
 	}
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, q: newQueries(pool)}, nil
+	return &Store{pool: pool, q: sqlcNew(pool)}, nil
 }
 
 func checkPrimary(inRecovery, readOnly bool) error {
@@ -90,7 +90,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	claim := claimParams{
+	claim := sqlcClaimParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
@@ -123,7 +123,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				tombstone:          cur.Tombstone,
 			}.result()
 		}
-		epoch, err := s.q.Acquire(ctx, acquireParams(claim))
+		epoch, err := s.q.Acquire(ctx, sqlcAcquireParams(claim))
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // another attempt took the record over since the read
 		}
@@ -143,12 +143,12 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 	return completeWith(ctx, s.q, c)
 }
 
-func completeWith(ctx context.Context, q *queries, c idemrt.Completion) error {
+func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
 	cp, err := completionOf(c)
 	if err != nil {
 		return err
 	}
-	n, err := q.Complete(ctx, completeParams{
+	n, err := q.Complete(ctx, sqlcCompleteParams{
 		Status:    cp.status,
 		Headers:   cp.headers,
 		Body:      cp.body,
@@ -175,7 +175,7 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	if err := checkRecordKey(key); err != nil {
 		return err
 	}
-	n, err := s.q.Release(ctx, releaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
 	if err != nil {
 		return fmt.Errorf("idempotency store: release: %w", err)
 	}
@@ -214,7 +214,7 @@ type storeTx struct {
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, newQueries(t.tx), c)
+	return completeWith(ctx, sqlcNew(t.tx), c)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
@@ -241,7 +241,7 @@ func MarkProcessed(ctx context.Context, tx pgx.Tx, consumer, messageID string) (
 	if err := checkMessage(consumer, messageID); err != nil {
 		return false, err
 	}
-	n, err := newQueries(tx).MarkProcessed(ctx, markProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
+	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
 	if err != nil {
 		return false, fmt.Errorf("idempotency store: mark processed: %w", err)
 	}
