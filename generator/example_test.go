@@ -34,7 +34,6 @@ paths:
 	// Output:
 	// idemgen_codec.go
 	// idemgen_db.go
-	// idemgen_models.go
 	// idemgen_policies.go
 	// idemgen_queries.sql
 	// idemgen_queries.sql.go

@@ -150,7 +150,8 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 
 // emit returns the files of a model.
 func emit(cfg Config, model *Model, warnings Diagnostics) (*Result, error) {
-	src, err := emitPolicies(model)
+	version := Version()
+	src, err := emitPolicies(model, version)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func emit(cfg Config, model *Model, warnings Diagnostics) (*Result, error) {
 		if table == "" {
 			table = DefaultTable
 		}
-		files, err := templates.Render(templates.Data{Package: cfg.Package, Dialect: cfg.Dialect, Table: table})
+		files, err := templates.Render(templates.Data{Package: cfg.Package, Dialect: cfg.Dialect, Table: table, Version: version})
 		if err != nil {
 			return nil, fmt.Errorf("rendering the %s key store: %w", cfg.Dialect, err)
 		}

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -85,20 +84,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "spec":
 		return runSpec(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, "idemgen", version())
+		fmt.Fprintln(stdout, "idemgen", generator.Version())
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		return runHelp(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "idemgen: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 type genFlags struct {

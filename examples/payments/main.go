@@ -13,9 +13,8 @@ import (
 	"syscall"
 )
 
-//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemsqlite -package idemsqlite -dialect sqlite
-//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idempg -package idempg -dialect postgres
-//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idemmysql -package idemmysql -dialect mysql
+// idemgen.yaml lists the three generated packages, one per database.
+//go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -o published.yaml
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -overlay -o published.overlay.yaml
 

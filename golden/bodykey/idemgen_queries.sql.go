@@ -36,7 +36,7 @@ WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t
 RETURNING t.epoch
 `
 
-type AcquireParams struct {
+type sqlcAcquireParams struct {
 	Scope              string
 	Principal          []byte
 	IdemKey            string
@@ -53,7 +53,7 @@ type AcquireParams struct {
 // waited for and the condition evaluated on the row it committed). No row
 // back means another attempt holds the key: Claim again. A takeover moves
 // the epoch on by one; a fresh row starts at the clock, as in Claim.
-func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
+func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64, error) {
 	row := q.db.QueryRow(ctx, acquire,
 		arg.Scope,
 		arg.Principal,
@@ -97,7 +97,7 @@ SELECT true, ins.epoch, 1::smallint, '\x'::bytea, 0, false, true, 0::bigint, 0, 
 FROM ins
 `
 
-type ClaimParams struct {
+type sqlcClaimParams struct {
 	Scope              string
 	Principal          []byte
 	IdemKey            string
@@ -107,7 +107,7 @@ type ClaimParams struct {
 	TtlMs              int64
 }
 
-type ClaimRow struct {
+type sqlcClaimRow struct {
 	Acquired           bool
 	Epoch              int64
 	State              int16
@@ -135,7 +135,7 @@ type ClaimRow struct {
 // re-created after Sweep deleted the key's previous one follows every epoch
 // that one handed out (its creation time plus one per claim after). It may
 // be swept lease + ttl from now (see Complete).
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
+func (q *sqlcQueries) Claim(ctx context.Context, arg sqlcClaimParams) (sqlcClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Scope,
 		arg.Principal,
@@ -145,7 +145,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		arg.LeaseMs,
 		arg.TtlMs,
 	)
-	var i ClaimRow
+	var i sqlcClaimRow
 	err := row.Scan(
 		&i.Acquired,
 		&i.Epoch,
@@ -177,7 +177,7 @@ WHERE scope = $6 AND principal = $7 AND idem_key = $8
   AND epoch = $9 AND state = 1
 `
 
-type CompleteParams struct {
+type sqlcCompleteParams struct {
 	Status    int32
 	Headers   []byte
 	Body      []byte
@@ -197,7 +197,7 @@ type CompleteParams struct {
 // as it is (only one after the lease moves it): no indexed column changes,
 // and the update is heap-only (HOT) when the row's page has room for the
 // new version.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
+func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, complete,
 		arg.Status,
 		arg.Headers,
@@ -221,14 +221,14 @@ VALUES ($1, $2, statement_timestamp())
 ON CONFLICT (consumer, message_id) DO NOTHING
 `
 
-type MarkProcessedParams struct {
+type sqlcMarkProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
 
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery).
-func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
+func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -243,7 +243,7 @@ WHERE scope = $1 AND principal = $2 AND idem_key = $3
   AND epoch = $4 AND state = 1
 `
 
-type ReleaseParams struct {
+type sqlcReleaseParams struct {
 	Scope     string
 	Principal []byte
 	IdemKey   string
@@ -253,7 +253,7 @@ type ReleaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
+func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, release,
 		arg.Scope,
 		arg.Principal,
@@ -271,15 +271,15 @@ SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only
 `
 
-type ServerStateRow struct {
+type sqlcServerStateRow struct {
 	InRecovery bool
 	ReadOnly   bool
 }
 
 // ServerState tells whether the session can write to a primary.
-func (q *Queries) ServerState(ctx context.Context) (ServerStateRow, error) {
+func (q *sqlcQueries) ServerState(ctx context.Context) (sqlcServerStateRow, error) {
 	row := q.db.QueryRow(ctx, serverState)
-	var i ServerStateRow
+	var i sqlcServerStateRow
 	err := row.Scan(&i.InRecovery, &i.ReadOnly)
 	return i, err
 }
@@ -300,7 +300,7 @@ WHERE ctid IN (
 // record is deleted at most one lease after it expired. SKIP LOCKED passes
 // over rows another sweeper (or a claim) holds, so that sweepers running
 // at once delete different batches instead of queueing behind one.
-func (q *Queries) Sweep(ctx context.Context, batch int32) (int64, error) {
+func (q *sqlcQueries) Sweep(ctx context.Context, batch int32) (int64, error) {
 	result, err := q.db.Exec(ctx, sweep, batch)
 	if err != nil {
 		return 0, err
@@ -318,7 +318,7 @@ WHERE ctid IN (
     FOR UPDATE SKIP LOCKED)
 `
 
-type SweepProcessedParams struct {
+type sqlcSweepProcessedParams struct {
 	RetentionMs int64
 	Batch       int32
 }
@@ -326,7 +326,7 @@ type SweepProcessedParams struct {
 // SweepProcessed deletes up to batch processed message ids older than
 // retention_ms, oldest first, skipping rows another sweeper holds (see
 // Sweep). A consumer's redelivery of a deleted id runs again.
-func (q *Queries) SweepProcessed(ctx context.Context, arg SweepProcessedParams) (int64, error) {
+func (q *sqlcQueries) SweepProcessed(ctx context.Context, arg sqlcSweepProcessedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, sweepProcessed, arg.RetentionMs, arg.Batch)
 	if err != nil {
 		return 0, err

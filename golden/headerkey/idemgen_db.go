@@ -11,22 +11,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-type DBTX interface {
+type sqlcDBTX interface {
 	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
 	Query(context.Context, string, ...interface{}) (pgx.Rows, error)
 	QueryRow(context.Context, string, ...interface{}) pgx.Row
 }
 
-func New(db DBTX) *Queries {
-	return &Queries{db: db}
+func sqlcNew(db sqlcDBTX) *sqlcQueries {
+	return &sqlcQueries{db: db}
 }
 
-type Queries struct {
-	db DBTX
+type sqlcQueries struct {
+	db sqlcDBTX
 }
 
-func (q *Queries) WithTx(tx pgx.Tx) *Queries {
-	return &Queries{
+func (q *sqlcQueries) WithTx(tx pgx.Tx) *sqlcQueries {
+	return &sqlcQueries{
 		db: tx,
 	}
 }

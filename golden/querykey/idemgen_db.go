@@ -10,19 +10,19 @@ import (
 	"fmt"
 )
 
-type DBTX interface {
+type sqlcDBTX interface {
 	ExecContext(context.Context, string, ...interface{}) (sql.Result, error)
 	PrepareContext(context.Context, string) (*sql.Stmt, error)
 	QueryContext(context.Context, string, ...interface{}) (*sql.Rows, error)
 	QueryRowContext(context.Context, string, ...interface{}) *sql.Row
 }
 
-func New(db DBTX) *Queries {
-	return &Queries{db: db}
+func sqlcNew(db sqlcDBTX) *sqlcQueries {
+	return &sqlcQueries{db: db}
 }
 
-func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
-	q := Queries{db: db}
+func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
+	q := sqlcQueries{db: db}
 	var err error
 	if q.acquireStmt, err = db.PrepareContext(ctx, acquire); err != nil {
 		return nil, fmt.Errorf("error preparing query Acquire: %w", err)
@@ -48,7 +48,7 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	return &q, nil
 }
 
-func (q *Queries) Close() error {
+func (q *sqlcQueries) Close() error {
 	var err error
 	if q.acquireStmt != nil {
 		if cerr := q.acquireStmt.Close(); cerr != nil {
@@ -88,7 +88,7 @@ func (q *Queries) Close() error {
 	return err
 }
 
-func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+func (q *sqlcQueries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
@@ -99,7 +99,7 @@ func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args .
 	}
 }
 
-func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+func (q *sqlcQueries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
@@ -110,7 +110,7 @@ func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args 
 	}
 }
 
-func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+func (q *sqlcQueries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
 	switch {
 	case stmt != nil && q.tx != nil:
 		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
@@ -121,8 +121,8 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 	}
 }
 
-type Queries struct {
-	db                 DBTX
+type sqlcQueries struct {
+	db                 sqlcDBTX
 	tx                 *sql.Tx
 	acquireStmt        *sql.Stmt
 	completeStmt       *sql.Stmt
@@ -133,8 +133,8 @@ type Queries struct {
 	sweepProcessedStmt *sql.Stmt
 }
 
-func (q *Queries) WithTx(tx *sql.Tx) *Queries {
-	return &Queries{
+func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
+	return &sqlcQueries{
 		db:                 tx,
 		tx:                 tx,
 		acquireStmt:        q.acquireStmt,

@@ -38,7 +38,7 @@ WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
 RETURNING epoch
 `
 
-type AcquireParams struct {
+type sqlcAcquireParams struct {
 	Scope              string
 	Principal          []byte
 	IdemKey            string
@@ -56,7 +56,7 @@ type AcquireParams struct {
 // previous one follows every epoch that one handed out (its creation time
 // plus one per claim after); a claim of an existing row is its epoch + 1.
 // The record may be swept lease + ttl from now (see Complete).
-func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
+func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64, error) {
 	row := q.queryRow(ctx, q.acquireStmt, acquire,
 		arg.Scope,
 		arg.Principal,
@@ -85,7 +85,7 @@ WHERE scope = ?6 AND principal = ?7 AND idem_key = ?8
   AND epoch = ?9 AND state = 1
 `
 
-type CompleteParams struct {
+type sqlcCompleteParams struct {
 	Status    int64
 	Headers   []byte
 	Body      []byte
@@ -101,7 +101,7 @@ type CompleteParams struct {
 // record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
 // completion within the lease leaves it as it is (only one after the lease
 // moves it) and the sweep index alone.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
+func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
@@ -131,13 +131,13 @@ FROM order_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) 
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
 `
 
-type LookupParams struct {
+type sqlcLookupParams struct {
 	Scope     string
 	Principal []byte
 	IdemKey   string
 }
 
-type LookupRow struct {
+type sqlcLookupRow struct {
 	Live               int64
 	Epoch              int64
 	Fingerprint        []byte
@@ -157,9 +157,9 @@ type LookupRow struct {
 //	-2   completed, unexpired, a tombstone (no response saved)
 //	-3   in progress, unexpired, lease ended: a claim takes it over
 //	-4   expired or released: a claim treats it as absent
-func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
-	var i LookupRow
+	var i sqlcLookupRow
 	err := row.Scan(
 		&i.Live,
 		&i.Epoch,
@@ -178,14 +178,14 @@ VALUES (?1, ?2)
 ON CONFLICT (consumer, message_id) DO NOTHING
 `
 
-type MarkProcessedParams struct {
+type sqlcMarkProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
 
 // MarkProcessed records that consumer processed message_id; 0 rows means
 // it already had (a redelivery).
-func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
+func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -203,7 +203,7 @@ WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
   AND epoch = ?4 AND state = 1
 `
 
-type ReleaseParams struct {
+type sqlcReleaseParams struct {
 	Scope     string
 	Principal []byte
 	IdemKey   string
@@ -213,7 +213,7 @@ type ReleaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
+func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
@@ -239,7 +239,7 @@ WHERE (scope, principal, idem_key) IN (
 // Sweep deletes up to batch records whose sweep time has come, oldest
 // first. sweep_at is never before expires_at, so every one has expired; a
 // record is deleted at most one lease after it expired.
-func (q *Queries) Sweep(ctx context.Context, batch int64) (int64, error) {
+func (q *sqlcQueries) Sweep(ctx context.Context, batch int64) (int64, error) {
 	result, err := q.exec(ctx, q.sweepStmt, sweep, batch)
 	if err != nil {
 		return 0, err
@@ -256,7 +256,7 @@ WHERE (consumer, message_id) IN (
     LIMIT ?2)
 `
 
-type SweepProcessedParams struct {
+type sqlcSweepProcessedParams struct {
 	RetentionMs int64
 	Batch       int64
 }
@@ -264,7 +264,7 @@ type SweepProcessedParams struct {
 // SweepProcessed deletes up to batch processed message ids older than
 // retention_ms, oldest first. A consumer's redelivery of a deleted id runs
 // again. SQLite has one writer at a time: sweepers run one after another.
-func (q *Queries) SweepProcessed(ctx context.Context, arg SweepProcessedParams) (int64, error) {
+func (q *sqlcQueries) SweepProcessed(ctx context.Context, arg sqlcSweepProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.sweepProcessedStmt, sweepProcessed, arg.RetentionMs, arg.Batch)
 	if err != nil {
 		return 0, err

@@ -41,7 +41,7 @@ ON DUPLICATE KEY UPDATE
     sweep_at = IF(claim_token = VALUES(claim_token), VALUES(sweep_at), sweep_at)
 `
 
-type ClaimParams struct {
+type sqlcClaimParams struct {
 	Scope              []byte
 	Principal          []byte
 	IdemKey            []byte
@@ -68,7 +68,7 @@ type ClaimParams struct {
 // over, else new epoch * 4 + 2), 0 the record is live (read it). The VALUES
 // row sets LAST_INSERT_ID() even when the row exists, so an update that did
 // not compute a new epoch leaves a multiple of 4.
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (sql.Result, error) {
+func (q *sqlcQueries) Claim(ctx context.Context, arg sqlcClaimParams) (sql.Result, error) {
 	return q.exec(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Principal,
@@ -97,7 +97,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type CompleteParams struct {
+type sqlcCompleteParams struct {
 	Status    int32
 	Headers   []byte
 	Body      []byte
@@ -113,7 +113,7 @@ type CompleteParams struct {
 // record moved on (fenced). The claim set sweep_at lease + ttl ahead, so a
 // completion within the lease leaves it as it is (only one after the lease
 // moves it) and changes no secondary index.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
+func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int64, error) {
 	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
@@ -140,13 +140,13 @@ FROM idempotency_keys
 WHERE scope = ? AND principal = ? AND idem_key = ?
 `
 
-type LookupParams struct {
+type sqlcLookupParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
 }
 
-type LookupRow struct {
+type sqlcLookupRow struct {
 	State              int8
 	Epoch              int64
 	Fingerprint        []byte
@@ -161,9 +161,9 @@ type LookupRow struct {
 
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock.
-func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
-	var i LookupRow
+	var i sqlcLookupRow
 	err := row.Scan(
 		&i.State,
 		&i.Epoch,
@@ -184,7 +184,7 @@ INSERT IGNORE INTO idempotency_keys_processed (consumer, message_id, processed_a
 VALUES (?, ?, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))
 `
 
-type MarkProcessedParams struct {
+type sqlcMarkProcessedParams struct {
 	Consumer  []byte
 	MessageID []byte
 }
@@ -193,7 +193,7 @@ type MarkProcessedParams struct {
 // it already had (a redelivery). INSERT IGNORE only skips the duplicate
 // here: both columns are binary and their length is checked before. The
 // time is UTC, as the sweeper's, whatever the session's time_zone.
-func (q *Queries) MarkProcessed(ctx context.Context, arg MarkProcessedParams) (int64, error) {
+func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markProcessedStmt, markProcessed, arg.Consumer, arg.MessageID)
 	if err != nil {
 		return 0, err
@@ -208,7 +208,7 @@ WHERE scope = ? AND principal = ? AND idem_key = ?
   AND epoch = ? AND state = 1
 `
 
-type ReleaseParams struct {
+type sqlcReleaseParams struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
@@ -218,7 +218,7 @@ type ReleaseParams struct {
 // Release gives up the in-progress record held at epoch (state 3: claims
 // treat it as absent and continue its epoch); 0 rows means the record
 // moved on (fenced).
-func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
+func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Principal,
@@ -239,7 +239,7 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED
 `
 
-type SweepBatchRow struct {
+type sqlcSweepBatchRow struct {
 	Scope     []byte
 	Principal []byte
 	IdemKey   []byte
@@ -254,15 +254,15 @@ type SweepBatchRow struct {
 // A DELETE cannot skip locked rows itself, hence the two statements. The
 // index is forced: when most rows have expired the optimizer would rather
 // scan and sort the table, and lock every row it reads, not just the batch.
-func (q *Queries) SweepBatch(ctx context.Context, limit int32) ([]SweepBatchRow, error) {
+func (q *sqlcQueries) SweepBatch(ctx context.Context, limit int32) ([]sqlcSweepBatchRow, error) {
 	rows, err := q.query(ctx, q.sweepBatchStmt, sweepBatch, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SweepBatchRow
+	var items []sqlcSweepBatchRow
 	for rows.Next() {
-		var i SweepBatchRow
+		var i sqlcSweepBatchRow
 		if err := rows.Scan(&i.Scope, &i.Principal, &i.IdemKey); err != nil {
 			return nil, err
 		}
@@ -285,12 +285,12 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED
 `
 
-type SweepProcessedBatchParams struct {
+type sqlcSweepProcessedBatchParams struct {
 	RetentionUs interface{}
 	Limit       int32
 }
 
-type SweepProcessedBatchRow struct {
+type sqlcSweepProcessedBatchRow struct {
 	Consumer  []byte
 	MessageID []byte
 }
@@ -298,15 +298,15 @@ type SweepProcessedBatchRow struct {
 // SweepProcessedBatch locks up to batch processed message ids older than
 // retention_us, oldest first, for the sweeper to delete (see SweepBatch).
 // A consumer's redelivery of a deleted id runs again.
-func (q *Queries) SweepProcessedBatch(ctx context.Context, arg SweepProcessedBatchParams) ([]SweepProcessedBatchRow, error) {
+func (q *sqlcQueries) SweepProcessedBatch(ctx context.Context, arg sqlcSweepProcessedBatchParams) ([]sqlcSweepProcessedBatchRow, error) {
 	rows, err := q.query(ctx, q.sweepProcessedBatchStmt, sweepProcessedBatch, arg.RetentionUs, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SweepProcessedBatchRow
+	var items []sqlcSweepProcessedBatchRow
 	for rows.Next() {
-		var i SweepProcessedBatchRow
+		var i sqlcSweepProcessedBatchRow
 		if err := rows.Scan(&i.Consumer, &i.MessageID); err != nil {
 			return nil, err
 		}

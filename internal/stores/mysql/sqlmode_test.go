@@ -35,7 +35,7 @@ func TestSimultaneousAssignment(t *testing.T) {
 	}
 
 	good := db.store(t)
-	q, err := Prepare(ctx, simultaneous)
+	q, err := sqlcPrepare(ctx, simultaneous)
 	if err != nil {
 		t.Fatal(err)
 	}
