@@ -77,6 +77,33 @@ func emitPolicies(m *Model) ([]byte, error) {
 		})),
 	)
 
+	f.Line()
+	f.Comment("CheckCoverage proves, in a test, that h (the whole handler stack your server")
+	f.Comment("runs) sends every operation of Middleware through the idempotency middleware:")
+	f.Comment("one probe per operation that the middleware must refuse before any handler")
+	f.Comment("runs; every probe it did not refuse is reported. Give opts.BasePaths what you")
+	f.Comment("give Options.BasePaths, and opts.Prepare the credentials your stack asks for.")
+	f.Comment("See idemrt.CheckCoverage.")
+	if len(unrouted) > 0 {
+		f.Comment("Webhooks and callbacks have no route of their own and are not probed.")
+	}
+	f.Func().Id("CheckCoverage").Params(
+		jen.Id("h").Qual("net/http", "Handler"), jen.Id("opts").Qual(runtimePath, "CoverageOptions"),
+	).Error().Block(
+		jen.Return(jen.Qual(runtimePath, "CheckCoverage").Call(
+			jen.Id("h"),
+			jen.Index().Op("*").Qual(runtimePath, "Policy").ValuesFunc(func(g *jen.Group) {
+				for _, o := range routed {
+					g.Line().Id(o.GoName + "Policy")
+				}
+				if len(routed) > 0 {
+					g.Line()
+				}
+			}),
+			jen.Id("opts"),
+		)),
+	)
+
 	for _, o := range m.Operations {
 		f.Line()
 		f.Commentf("Wrap%s wraps h, the handler of %s, with %sPolicy.", o.GoName, opTitle(o), o.GoName)

@@ -236,6 +236,10 @@ func (b *builder) checkRoutes() {
 			bases = []string{""}
 		}
 		for _, base := range bases {
+			if _, err := idemrt.RouteShape(base + o.Path); err != nil {
+				b.d.add(o.Pos, "operation %s under base path %s: %v", describeOp(o), base, err)
+				continue
+			}
 			bshape := base
 			if strings.Contains(base, "{") {
 				if bs, err := idemrt.RouteShape(base); err == nil {
@@ -643,6 +647,9 @@ func (b *builder) replayHeaders(op *openapi3.Operation, extra []string) []string
 // value of each variable's enum (else its default), percent-decoded; nil
 // when every one is the root.
 func (b *builder) basePaths(r *opRef) []string {
+	if b.cfg.BasePaths != nil {
+		return overrideBasePaths(b.cfg.BasePaths)
+	}
 	servers := b.doc.Servers
 	if len(r.item.Servers) > 0 {
 		servers = r.item.Servers
@@ -682,6 +689,19 @@ func (b *builder) basePaths(r *opRef) []string {
 		}
 	}
 	return out
+}
+
+// overrideBasePaths normalises Config.BasePaths as basePaths returns the
+// servers': no trailing slash, sorted, distinct; nil when it is the root.
+func overrideBasePaths(bases []string) []string {
+	set := map[string]bool{}
+	for _, p := range bases {
+		set[strings.TrimSuffix(p, "/")] = true
+	}
+	if len(set) == 0 || (len(set) == 1 && set[""]) {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // maxServerURLs bounds the expansion of server variables' enums; past it

@@ -17,6 +17,61 @@ type engine struct {
 	principal func(*http.Request) (string, error)
 	hooks     Hooks
 	log       *slog.Logger
+	// storeTimeout is Options.StoreTimeout (see bound).
+	storeTimeout time.Duration
+}
+
+// bound is how long one store call of op may take: 0 for no bound.
+func (e *engine) bound(op *operation) time.Duration {
+	switch {
+	case e.storeTimeout < 0:
+		return 0
+	case e.storeTimeout > 0:
+		return e.storeTimeout
+	}
+	return min(DefaultStoreTimeout, op.lease/2)
+}
+
+// storeCtx bounds one store call of op.
+func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, context.CancelFunc) {
+	if d := e.bound(op); d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return ctx, func() {}
+}
+
+// beginTx opens op's transaction within the store bound. The bound covers
+// BeginTx alone: the context the transaction is opened with (which
+// database/sql watches for the transaction's whole life) is cancelled by
+// the returned function, to be called once the transaction has ended, or
+// by the bound if BeginTx has not returned by then.
+func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, context.CancelFunc, error) {
+	txCtx, cancel := context.WithCancel(bg(ctx))
+	d := e.bound(op)
+	if d <= 0 {
+		tx, err := e.txStore.BeginTx(txCtx)
+		return tx, cancel, err
+	}
+	t := time.AfterFunc(d, cancel)
+	tx, err := e.txStore.BeginTx(txCtx)
+	if !t.Stop() && err == nil {
+		// The bound ended as BeginTx returned: the transaction's context
+		// is cancelled, so it cannot be used.
+		e.rollback(ctx, op, tx)
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, func() {}, err
+	}
+	return tx, cancel, nil
+}
+
+// rollback rolls tx back within the store bound.
+func (e *engine) rollback(ctx context.Context, op *operation, tx Tx) {
+	sctx, cancel := e.storeCtx(bg(ctx), op)
+	defer cancel()
+	_ = tx.Rollback(sctx)
 }
 
 // storeRetryAfter is the Retry-After (seconds) of 503 responses.
@@ -225,7 +280,9 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	var deadline time.Time
 	poll := waitFirstPoll
 	for {
-		res, err := e.store.Claim(ctx, req)
+		sctx, cancel := e.storeCtx(ctx, op)
+		res, err := e.store.Claim(sctx, req)
+		cancel()
 		if err != nil {
 			e.storeError(ctx, w, op, rk, err, "claim")
 			return
@@ -356,7 +413,9 @@ func (e *engine) complete(ctx context.Context, op *operation, rk RecordKey, epoc
 	if resp != nil {
 		status = resp.Status
 	}
-	err := e.store.Complete(bg(ctx), Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	sctx, cancel := e.storeCtx(bg(ctx), op)
+	err := e.store.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	cancel()
 	e.afterComplete(ctx, op, rk, epoch, status, err)
 }
 
@@ -375,7 +434,9 @@ func (e *engine) afterComplete(ctx context.Context, op *operation, rk RecordKey,
 }
 
 func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch int64, status int) {
-	err := e.store.Release(bg(ctx), rk, epoch)
+	sctx, cancel := e.storeCtx(bg(ctx), op)
+	err := e.store.Release(sctx, rk, epoch)
+	cancel()
 	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
 	switch {
 	case err == nil:
@@ -411,7 +472,8 @@ func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next
 // runTx runs the handler inside a store transaction (transactional mode).
 func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
 	ctx := r.Context()
-	tx, err := e.txStore.BeginTx(bg(ctx))
+	tx, endTx, err := e.beginTx(ctx, op)
+	defer endTx()
 	if err != nil {
 		e.release(ctx, op, rk, epoch, 0)
 		e.storeError(ctx, w, op, rk, err, "begin transaction")
@@ -433,7 +495,7 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 	normal := false
 	defer func() {
 		if !normal {
-			_ = tx.Rollback(bg(ctx))
+			e.rollback(ctx, op, tx)
 			e.release(ctx, op, rk, epoch, 0)
 		}
 	}()
@@ -442,7 +504,7 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 
 	status := cw.statusOrOK()
 	if !op.saves(status) {
-		_ = tx.Rollback(bg(ctx))
+		e.rollback(ctx, op, tx)
 		e.release(ctx, op, rk, epoch, status)
 		cw.writeBuffered(status)
 		return
@@ -451,9 +513,11 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if !cw.over {
 		resp = cw.saved(status)
 	}
-	err = tx.Complete(bg(ctx), Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	sctx, cancel := e.storeCtx(bg(ctx), op)
+	err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	cancel()
 	if err != nil {
-		_ = tx.Rollback(bg(ctx))
+		e.rollback(ctx, op, tx)
 		if errors.Is(err, ErrFenced) {
 			// Another attempt owns the key: its run is the one that counts.
 			e.afterComplete(ctx, op, rk, epoch, status, err)
@@ -466,7 +530,10 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		e.storeError(ctx, w, op, rk, err, "complete in transaction")
 		return
 	}
-	if err := tx.Commit(bg(ctx)); err != nil {
+	sctx, cancel = e.storeCtx(bg(ctx), op)
+	err = tx.Commit(sctx)
+	cancel()
+	if err != nil {
 		e.release(ctx, op, rk, epoch, status)
 		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "commit")

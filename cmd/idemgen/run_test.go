@@ -217,3 +217,31 @@ paths:
 		t.Errorf("lint without -spec: exit %d", code)
 	}
 }
+
+func TestBasePathFlag(t *testing.T) {
+	dir := t.TempDir()
+	specPath := writeSpec(t, dir, strings.Replace(spec, "paths:", "servers: [{url: https://api.x/v1}]\npaths:", 1))
+	out := filepath.Join(dir, "out")
+	for _, c := range []struct {
+		args []string
+		want string // the BasePaths line; empty: none (the root)
+	}{
+		{nil, `BasePaths:   []string{"/v1"},`},
+		{[]string{"-base-path", "/api"}, `BasePaths:   []string{"/api"},`},
+		{[]string{"-base-path", "/api", "-base-path", "/v2"}, `BasePaths:   []string{"/api", "/v2"},`},
+		{[]string{"-base-path", "/"}, ""},
+		{[]string{"-base-path", ""}, ""},
+	} {
+		args := append([]string{"generate", "-spec", specPath, "-out", out, "-package", "api", "-store=false"}, c.args...)
+		if code, _, errs := runCLI(t, "", args...); code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, errs)
+		}
+		src, _ := os.ReadFile(filepath.Join(out, "idemgen_policies.go"))
+		if c.want == "" && bytes.Contains(src, []byte("BasePaths:")) || c.want != "" && !bytes.Contains(src, []byte(c.want)) {
+			t.Errorf("%q: want %q in:\n%s", c.args, c.want, src)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-spec", specPath, "-out", out, "-store=false", "-base-path", "api"); code != 2 || !strings.Contains(errs, `base path "api"`) {
+		t.Errorf("-base-path api: exit %d, stderr %q", code, errs)
+	}
+}

@@ -45,6 +45,18 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 	)
 }
 
+// CheckCoverage proves, in a test, that h (the whole handler stack your server
+// runs) sends every operation of Middleware through the idempotency middleware:
+// one probe per operation that the middleware must refuse before any handler
+// runs; every probe it did not refuse is reported. Give opts.BasePaths what you
+// give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
+// See idemrt.CheckCoverage.
+func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
+	return idemrt.CheckCoverage(h, []*idemrt.Policy{
+		CreateShipmentPolicy,
+	}, opts)
+}
+
 // WrapCreateShipment wraps h, the handler of POST /shipments (operationId createShipment), with CreateShipmentPolicy.
 func WrapCreateShipment(opts idemrt.Options, h http.Handler) (http.Handler, error) {
 	return idemrt.Wrap(opts, CreateShipmentPolicy, h)

@@ -584,6 +584,77 @@ func StaleWorker(t *testing.T, b *Backend, start func(t *testing.T, mode, key st
 	wantReplay(t, Do(h, key), "parent", "after the stale completion")
 }
 
+// StallTimeout is the StoreTimeout of StoreStall: well under Lease.
+const StallTimeout = 300 * time.Millisecond
+
+// StoreStall checks Options.StoreTimeout against a server that stops
+// answering (the proxy holds every byte, connections stay open): requests
+// get 503 with Retry-After within the bound instead of hanging, and the
+// handler does not run; a transactional attempt whose completion stalls
+// after the handler wrote gets 503 and nothing of it is saved; once the
+// proxy resumes, a retry with each key runs the handler exactly once.
+func StoreStall(t *testing.T, b, direct *Backend, proxy *Proxy) {
+	var runs atomic.Int64
+	wrap := func(transactional bool, h http.Handler) http.Handler {
+		w, err := idemrt.Wrap(idemrt.Options{Store: b.Store, StoreTimeout: StallTimeout}, Policy(transactional), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	h := wrap(false, Handler(b, "s1", &runs, nil))
+	keys := []string{UniqueKey(t, "stall-a"), UniqueKey(t, "stall-b")}
+	proxy.Stall()
+	for _, k := range keys {
+		w := Do(h, k)
+		wantStatus(t, w, http.StatusServiceUnavailable, "request while the store is stalled")
+		if !strings.Contains(w.Body.String(), idemrt.ProblemStoreUnavailable) || w.Header().Get("Retry-After") == "" {
+			t.Errorf("503 body %s, Retry-After %q: want store-unavailable with Retry-After", w.Body, w.Header().Get("Retry-After"))
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("handler ran %d times without a claim", runs.Load())
+	}
+	proxy.Resume()
+	for _, k := range keys {
+		w := retryUntil(t, h, k, 10*time.Second)
+		wantStatus(t, w, http.StatusCreated, "retry after the store resumed")
+		wantReplay(t, Do(h, k), "s1", "second retry")
+		if got := effects(t, direct, k); got != 1 {
+			t.Errorf("%s: %d effect rows, want 1", k, got)
+		}
+	}
+	if runs.Load() != int64(len(keys)) {
+		t.Errorf("handler ran %d times for %d keys", runs.Load(), len(keys))
+	}
+
+	// Transactional: the store stalls after the handler wrote in the
+	// transaction, before the completion commits.
+	key := UniqueKey(t, "stall-tx")
+	var txRuns atomic.Int64
+	stallOnce := true
+	hx := wrap(true, Handler(b, "s2", &txRuns, func(*http.Request) {
+		if stallOnce {
+			stallOnce = false
+			proxy.Stall()
+		}
+	}))
+	wantStatus(t, Do(hx, key), http.StatusServiceUnavailable, "transactional attempt stalled mid-flight")
+	proxy.Resume()
+	if got := effects(t, direct, key); got != 0 {
+		t.Fatalf("the stalled attempt's write is visible: %d rows", got)
+	}
+	w := retryUntil(t, hx, key, 10*time.Second)
+	wantStatus(t, w, http.StatusCreated, "retry after the store resumed")
+	wantReplay(t, Do(hx, key), "s2", "second retry")
+	if got := effects(t, direct, key); got != 1 {
+		t.Errorf("%d effect rows, want 1", got)
+	}
+	if txRuns.Load() != 2 {
+		t.Errorf("transactional handler ran %d times, want 2 (the stalled attempt, rolled back, and the retry)", txRuns.Load())
+	}
+}
+
 // StoreCut checks fail-closed behaviour when the store disappears, with b
 // connected through proxy and direct connected straight to the server:
 // requests made while the proxy is cut get 503 and the handler does not

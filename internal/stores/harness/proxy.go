@@ -11,7 +11,9 @@ import (
 // Proxy forwards TCP connections to a database server until it is cut:
 // Cut closes every open connection and makes new ones fail at once (they
 // are accepted and closed), as when the network to the store goes away;
-// Restore lets new connections through again. Delay adds latency.
+// Restore lets new connections through again. Stall keeps every connection
+// open but forwards no more bytes, as a server that stops answering does;
+// Resume ends the stall. Delay adds latency.
 type Proxy struct {
 	target string
 	ln     net.Listener
@@ -19,6 +21,8 @@ type Proxy struct {
 	down   bool
 	delay  time.Duration
 	conns  map[net.Conn]struct{}
+	// resume is non-nil during a stall, and closed by Resume.
+	resume chan struct{}
 }
 
 // NewProxy listens on 127.0.0.1 and forwards to target (host:port).
@@ -73,7 +77,7 @@ func (p *Proxy) forward(client net.Conn) {
 		if delay > 0 {
 			copyDelayed(dst, src, delay)
 		} else {
-			io.Copy(dst, src)
+			p.copyStallable(dst, src)
 		}
 		dst.Close()
 		src.Close()
@@ -102,13 +106,18 @@ func (p *Proxy) track(cs ...net.Conn) bool {
 	return true
 }
 
-// Cut closes every forwarded connection and refuses new ones.
+// Cut closes every forwarded connection and refuses new ones; it ends a
+// stall.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
 	for c := range p.conns {
 		c.Close()
+	}
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
 	}
 }
 
@@ -119,6 +128,53 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delay = d
+}
+
+// Stall stops forwarding bytes: connections stay open, and whatever is
+// sent on them from now on is held, as by a server that stopped answering
+// (not with Delay).
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume == nil {
+		p.resume = make(chan struct{})
+	}
+}
+
+// Resume ends a stall. The connections that held bytes are closed without
+// forwarding them, as the network would end them in time; the others, and
+// new ones, forward again.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
+	}
+}
+
+// copyStallable copies src to dst until either fails, or drops a chunk
+// read during a stall, with its connection, at Resume.
+func (p *Proxy) copyStallable(dst io.Writer, src io.Reader) {
+	b := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(b)
+		if n > 0 {
+			p.mu.Lock()
+			resume := p.resume
+			p.mu.Unlock()
+			if resume != nil {
+				<-resume
+				return
+			}
+			if _, werr := dst.Write(b[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Restore lets new connections through again.

@@ -83,6 +83,21 @@ func TestStoreCut(t *testing.T) {
 	harness.StoreCut(t, through, db.backend(t, nil), proxy)
 }
 
+// A MariaDB that stops answering (connections open, no bytes): 503
+// within Options.StoreTimeout, no handler run, and after the stall a retry
+// runs once.
+func TestStoreStall(t *testing.T) {
+	db := newTestDB(t)
+	mysql.SetLogger(log.New(io.Discard, "", 0))
+	t.Cleanup(func() { mysql.SetLogger(log.New(os.Stderr, "[mysql] ", log.Ldate|log.Ltime|log.Lshortfile)) })
+	proxy := harness.NewProxy(t, db.cfg.Addr)
+	through := db.backend(t, func(c *mysql.Config) {
+		c.Addr = proxy.Addr()
+		c.Timeout = 2 * time.Second
+	})
+	harness.StoreStall(t, through, db.backend(t, nil), proxy)
+}
+
 func TestConsumer(t *testing.T) {
 	db := newTestDB(t)
 	harness.Consumer(t, db.backend(t, nil), 50)

@@ -113,6 +113,19 @@ func TestStoreCut(t *testing.T) {
 	harness.StoreCut(t, through, db.backend(t, nil), proxy)
 }
 
+// A PostgreSQL that stops answering (connections open, no bytes): 503
+// within Options.StoreTimeout, no handler run, and after the stall a retry
+// runs once.
+func TestStoreStall(t *testing.T) {
+	db := newTestDB(t)
+	proxy, via := db.proxy(t)
+	through := db.backend(t, func(c *pgxpool.Config) {
+		via(c)
+		c.ConnConfig.ConnectTimeout = 2 * time.Second
+	})
+	harness.StoreStall(t, through, db.backend(t, nil), proxy)
+}
+
 func TestConsumer(t *testing.T) {
 	db := newTestDB(t)
 	harness.Consumer(t, db.backend(t, nil), 50)

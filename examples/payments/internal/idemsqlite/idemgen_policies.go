@@ -74,6 +74,20 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 	)
 }
 
+// CheckCoverage proves, in a test, that h (the whole handler stack your server
+// runs) sends every operation of Middleware through the idempotency middleware:
+// one probe per operation that the middleware must refuse before any handler
+// runs; every probe it did not refuse is reported. Give opts.BasePaths what you
+// give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
+// See idemrt.CheckCoverage.
+func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
+	return idemrt.CheckCoverage(h, []*idemrt.Policy{
+		CreateChargePolicy,
+		CreateRefundPolicy,
+		ReceivePaymentEventPolicy,
+	}, opts)
+}
+
 // WrapCreateCharge wraps h, the handler of POST /v1/charges (operationId createCharge), with CreateChargePolicy.
 func WrapCreateCharge(opts idemrt.Options, h http.Handler) (http.Handler, error) {
 	return idemrt.Wrap(opts, CreateChargePolicy, h)
