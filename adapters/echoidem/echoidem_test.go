@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/idemgen/idemgen/adapters/echoidem"
-	"github.com/idemgen/idemgen/adapters/internal/adaptertest"
+	"github.com/idemgen/idemgen/internal/contracttest"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -53,8 +53,8 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	e := echo.New()
 	e.Use(middleware(t, echoidem.Config{},
-		adaptertest.Policy("createCharge", "/charges"),
-		adaptertest.Policy("slow", "/slow")))
+		contracttest.Policy("createCharge", "/charges"),
+		contracttest.Policy("slow", "/slow")))
 	e.POST("/charges", created(&runs))
 	e.POST("/slow", func(c echo.Context) error {
 		close(started)
@@ -63,29 +63,29 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 	})
 	url := server(t, e)
 
-	first := adaptertest.Post(t, url+"/charges", "k1", `{"amount":100}`)
+	first := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
 	if first.Status != http.StatusCreated || first.Header.Get("Location") != "/charges/ch_1" {
 		t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Body)
 	}
-	retry := adaptertest.Post(t, url+"/charges", "k1", `{"amount":100}`)
-	adaptertest.Replayed(t, first, retry)
+	retry := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
+	contracttest.Replayed(t, first, retry)
 	if retry.Header.Get("Location") != "/charges/ch_1" {
 		t.Errorf("replayed Location %q", retry.Header.Get("Location"))
 	}
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
+	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
+	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
 
 	var wg sync.WaitGroup
-	var slow adaptertest.Response
-	wg.Go(func() { slow = adaptertest.Post(t, url+"/slow", "s1", `{}`) })
+	var slow contracttest.Response
+	wg.Go(func() { slow = contracttest.Post(t, url+"/slow", "s1", `{}`) })
 	<-started
-	dup := adaptertest.Post(t, url+"/slow", "s1", `{}`)
+	dup := contracttest.Post(t, url+"/slow", "s1", `{}`)
 	close(release)
 	wg.Wait()
-	adaptertest.Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
+	contracttest.Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
 	if dup.Header.Get("Retry-After") == "" {
 		t.Error("409 without Retry-After")
 	}
@@ -101,8 +101,8 @@ func TestReturnedErrors(t *testing.T) {
 	var fails, rejects atomic.Int64
 	e := echo.New()
 	e.Use(middleware(t, echoidem.Config{},
-		adaptertest.Policy("fail", "/fail"),
-		adaptertest.Policy("reject", "/reject")))
+		contracttest.Policy("fail", "/fail"),
+		contracttest.Policy("reject", "/reject")))
 	e.POST("/fail", func(c echo.Context) error {
 		fails.Add(1)
 		return errors.New("the database is down")
@@ -114,7 +114,7 @@ func TestReturnedErrors(t *testing.T) {
 	url := server(t, e)
 
 	for i := 1; i <= 2; i++ {
-		res := adaptertest.Post(t, url+"/fail", "f1", `{}`)
+		res := contracttest.Post(t, url+"/fail", "f1", `{}`)
 		if res.Status != http.StatusInternalServerError || res.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("attempt %d: %d %v %s, want a fresh 500", i, res.Status, res.Header, res.Body)
 		}
@@ -123,11 +123,11 @@ func TestReturnedErrors(t *testing.T) {
 		t.Errorf("failing handler ran %d times, want 2 (a 500 releases the key)", n)
 	}
 
-	first := adaptertest.Post(t, url+"/reject", "r1", `{"amount":-1}`)
+	first := contracttest.Post(t, url+"/reject", "r1", `{"amount":-1}`)
 	if first.Status != http.StatusBadRequest || first.Body != "{\"message\":\"amount must be positive\"}\n" {
 		t.Fatalf("first: %d %q", first.Status, first.Body)
 	}
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/reject", "r1", `{"amount":-1}`))
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/reject", "r1", `{"amount":-1}`))
 	if n := rejects.Load(); n != 1 {
 		t.Errorf("rejecting handler ran %d times, want 1", n)
 	}
@@ -151,21 +151,21 @@ func TestPrincipalFromEchoContext(t *testing.T) {
 			u, _ := c.Get("user").(string)
 			return u, nil
 		},
-	}, adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
+	}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
 		p.Principal = idemrt.PrincipalAuth
 		p.Challenges = []string{"Bearer"}
 	})))
 	e.POST("/charges", created(&runs))
 	url := server(t, e)
 
-	alice := adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice")
-	bob := adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "bob")
+	alice := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice")
+	bob := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "bob")
 	if alice.Status != http.StatusCreated || bob.Status != http.StatusCreated || alice.Body == bob.Body {
 		t.Fatalf("alice %d %s, bob %d %s: want two executions", alice.Status, alice.Body, bob.Status, bob.Body)
 	}
-	adaptertest.Replayed(t, alice, adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice"))
-	anon := adaptertest.Post(t, url+"/charges", "k1", `{}`)
-	adaptertest.Problem(t, anon, http.StatusUnauthorized, idemrt.ProblemUnauthenticated)
+	contracttest.Replayed(t, alice, contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice"))
+	anon := contracttest.Post(t, url+"/charges", "k1", `{}`)
+	contracttest.Problem(t, anon, http.StatusUnauthorized, idemrt.ProblemUnauthenticated)
 	if anon.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Errorf("401 WWW-Authenticate %q", anon.Header.Get("WWW-Authenticate"))
 	}
@@ -181,7 +181,7 @@ func TestGroup(t *testing.T) {
 	var runs, others atomic.Int64
 	e := echo.New()
 	g := e.Group("/api")
-	g.Use(middleware(t, echoidem.Config{}, adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
+	g.Use(middleware(t, echoidem.Config{}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
 		p.BasePaths = []string{"/api"}
 	})))
 	g.POST("/charges", created(&runs))
@@ -191,11 +191,11 @@ func TestGroup(t *testing.T) {
 	})
 	url := server(t, e)
 
-	first := adaptertest.Post(t, url+"/api/charges", "k1", `{}`)
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/api/charges", "k1", `{}`))
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/api/charges", "", `{}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
+	first := contracttest.Post(t, url+"/api/charges", "k1", `{}`)
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/api/charges", "k1", `{}`))
+	contracttest.Problem(t, contracttest.Post(t, url+"/api/charges", "", `{}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
 	for range 2 {
-		if res := adaptertest.Post(t, url+"/api/other", "k1", `{}`); res.Status != http.StatusTeapot {
+		if res := contracttest.Post(t, url+"/api/other", "k1", `{}`); res.Status != http.StatusTeapot {
 			t.Errorf("unprotected route: %d %s, want echo's 418", res.Status, res.Body)
 		}
 	}
@@ -211,7 +211,7 @@ func TestWrapRoute(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
 	mw, err := echoidem.Wrap(echoidem.Config{Options: idemrt.Options{Store: idemrt.NewMemoryStore()}},
-		adaptertest.Policy("createOrder", "/orders/{id}"))
+		contracttest.Policy("createOrder", "/orders/{id}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +221,9 @@ func TestWrapRoute(t *testing.T) {
 	e.PUT("/orders/:id", created(&runs), mw) // another method: not protected
 	url := server(t, e)
 
-	first := adaptertest.Post(t, url+"/orders/7", "k1", `{}`)
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/v2/orders/7", "k1", `{}`))
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/v2/orders/8", "k1", `{}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
+	first := contracttest.Post(t, url+"/orders/7", "k1", `{}`)
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/v2/orders/7", "k1", `{}`))
+	contracttest.Problem(t, contracttest.Post(t, url+"/v2/orders/8", "k1", `{}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
@@ -233,7 +233,7 @@ func TestWrapRoute(t *testing.T) {
 func TestStartupError(t *testing.T) {
 	t.Parallel()
 	_, err := echoidem.Middleware(echoidem.Config{Options: idemrt.Options{Store: idemrt.NewMemoryStore()}},
-		adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Principal = idemrt.PrincipalAuth }))
+		contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Principal = idemrt.PrincipalAuth }))
 	if err == nil {
 		t.Fatal("no error for an auth policy without a principal")
 	}
@@ -257,14 +257,14 @@ func TestPanicReleases(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
 	e := echo.New()
-	e.Use(recoverer, middleware(t, echoidem.Config{}, adaptertest.Policy("boom", "/boom")))
+	e.Use(recoverer, middleware(t, echoidem.Config{}, contracttest.Policy("boom", "/boom")))
 	e.POST("/boom", func(c echo.Context) error {
 		runs.Add(1)
 		panic("boom")
 	})
 	url := server(t, e)
 	for i := 1; i <= 2; i++ {
-		if res := adaptertest.Post(t, url+"/boom", "b1", `{}`); res.Status != http.StatusInternalServerError {
+		if res := contracttest.Post(t, url+"/boom", "b1", `{}`); res.Status != http.StatusInternalServerError {
 			t.Fatalf("attempt %d: %d %s, want the recoverer's 500", i, res.Status, res.Body)
 		}
 	}

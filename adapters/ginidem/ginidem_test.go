@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/idemgen/idemgen/adapters/ginidem"
-	"github.com/idemgen/idemgen/adapters/internal/adaptertest"
+	"github.com/idemgen/idemgen/internal/contracttest"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -54,8 +54,8 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	r := gin.New()
 	r.Use(middleware(t, ginidem.Config{},
-		adaptertest.Policy("createCharge", "/charges"),
-		adaptertest.Policy("slow", "/slow")))
+		contracttest.Policy("createCharge", "/charges"),
+		contracttest.Policy("slow", "/slow")))
 	r.POST("/charges", created(&runs))
 	r.POST("/slow", func(c *gin.Context) {
 		close(started)
@@ -64,29 +64,29 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 	})
 	url := server(t, r)
 
-	first := adaptertest.Post(t, url+"/charges", "k1", `{"amount":100}`)
+	first := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
 	if first.Status != http.StatusCreated || first.Header.Get("Location") != "/charges/ch_1" {
 		t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Body)
 	}
-	retry := adaptertest.Post(t, url+"/charges", "k1", `{"amount":100}`)
-	adaptertest.Replayed(t, first, retry)
+	retry := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
+	contracttest.Replayed(t, first, retry)
 	if retry.Header.Get("Location") != "/charges/ch_1" {
 		t.Errorf("replayed Location %q", retry.Header.Get("Location"))
 	}
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
+	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
+	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
 
 	var wg sync.WaitGroup
-	var slow adaptertest.Response
-	wg.Go(func() { slow = adaptertest.Post(t, url+"/slow", "s1", `{}`) })
+	var slow contracttest.Response
+	wg.Go(func() { slow = contracttest.Post(t, url+"/slow", "s1", `{}`) })
 	<-started
-	dup := adaptertest.Post(t, url+"/slow", "s1", `{}`)
+	dup := contracttest.Post(t, url+"/slow", "s1", `{}`)
 	close(release)
 	wg.Wait()
-	adaptertest.Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
+	contracttest.Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
 	if dup.Header.Get("Retry-After") == "" {
 		t.Error("409 without Retry-After")
 	}
@@ -94,7 +94,7 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 		t.Errorf("first slow request: %d", slow.Status)
 	}
 	// The 204 was saved (gin writes a bodiless status after its handlers).
-	adaptertest.Replayed(t, slow, adaptertest.Post(t, url+"/slow", "s1", `{}`))
+	contracttest.Replayed(t, slow, contracttest.Post(t, url+"/slow", "s1", `{}`))
 }
 
 // c.AbortWithStatusJSON is captured like any write: a 400 is saved and
@@ -104,8 +104,8 @@ func TestAbortWithStatusJSON(t *testing.T) {
 	var rejects, fails atomic.Int64
 	r := gin.New()
 	r.Use(middleware(t, ginidem.Config{},
-		adaptertest.Policy("reject", "/reject"),
-		adaptertest.Policy("fail", "/fail")))
+		contracttest.Policy("reject", "/reject"),
+		contracttest.Policy("fail", "/fail")))
 	r.POST("/reject", func(c *gin.Context) {
 		rejects.Add(1)
 		c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "amount must be positive"})
@@ -116,17 +116,17 @@ func TestAbortWithStatusJSON(t *testing.T) {
 	})
 	url := server(t, r)
 
-	first := adaptertest.Post(t, url+"/reject", "r1", `{"amount":-1}`)
+	first := contracttest.Post(t, url+"/reject", "r1", `{"amount":-1}`)
 	if first.Status != http.StatusBadRequest || first.Body != `{"error":"amount must be positive"}` {
 		t.Fatalf("first: %d %q", first.Status, first.Body)
 	}
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/reject", "r1", `{"amount":-1}`))
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/reject", "r1", `{"amount":-1}`))
 	if n := rejects.Load(); n != 1 {
 		t.Errorf("rejecting handler ran %d times, want 1", n)
 	}
 
 	for i := 1; i <= 2; i++ {
-		res := adaptertest.Post(t, url+"/fail", "f1", `{}`)
+		res := contracttest.Post(t, url+"/fail", "f1", `{}`)
 		if res.Status != http.StatusInternalServerError || res.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("attempt %d: %d %v %s, want a fresh 500", i, res.Status, res.Header, res.Body)
 		}
@@ -148,21 +148,21 @@ func TestPrincipalFromGinContext(t *testing.T) {
 	r := gin.New()
 	r.Use(auth, middleware(t, ginidem.Config{
 		Principal: func(c *gin.Context) (string, error) { return c.GetString("user"), nil },
-	}, adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
+	}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
 		p.Principal = idemrt.PrincipalAuth
 		p.Challenges = []string{"Bearer"}
 	})))
 	r.POST("/charges", created(&runs))
 	url := server(t, r)
 
-	alice := adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice")
-	bob := adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "bob")
+	alice := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice")
+	bob := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "bob")
 	if alice.Status != http.StatusCreated || bob.Status != http.StatusCreated || alice.Body == bob.Body {
 		t.Fatalf("alice %d %s, bob %d %s: want two executions", alice.Status, alice.Body, bob.Status, bob.Body)
 	}
-	adaptertest.Replayed(t, alice, adaptertest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice"))
-	anon := adaptertest.Post(t, url+"/charges", "k1", `{}`)
-	adaptertest.Problem(t, anon, http.StatusUnauthorized, idemrt.ProblemUnauthenticated)
+	contracttest.Replayed(t, alice, contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice"))
+	anon := contracttest.Post(t, url+"/charges", "k1", `{}`)
+	contracttest.Problem(t, anon, http.StatusUnauthorized, idemrt.ProblemUnauthenticated)
 	if anon.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Errorf("401 WWW-Authenticate %q", anon.Header.Get("WWW-Authenticate"))
 	}
@@ -177,7 +177,7 @@ func TestGroup(t *testing.T) {
 	t.Parallel()
 	var runs, others atomic.Int64
 	r := gin.New()
-	api := r.Group("/api", middleware(t, ginidem.Config{}, adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
+	api := r.Group("/api", middleware(t, ginidem.Config{}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) {
 		p.BasePaths = []string{"/api"}
 	})))
 	api.POST("/charges", created(&runs))
@@ -187,11 +187,11 @@ func TestGroup(t *testing.T) {
 	})
 	url := server(t, r)
 
-	first := adaptertest.Post(t, url+"/api/charges", "k1", `{}`)
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/api/charges", "k1", `{}`))
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/api/charges", "", `{}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
+	first := contracttest.Post(t, url+"/api/charges", "k1", `{}`)
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/api/charges", "k1", `{}`))
+	contracttest.Problem(t, contracttest.Post(t, url+"/api/charges", "", `{}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
 	for range 2 {
-		if res := adaptertest.Post(t, url+"/api/other", "k1", `{}`); res.Status != http.StatusTeapot {
+		if res := contracttest.Post(t, url+"/api/other", "k1", `{}`); res.Status != http.StatusTeapot {
 			t.Errorf("unprotected route: %d %s, want 418", res.Status, res.Body)
 		}
 	}
@@ -207,7 +207,7 @@ func TestWrapRoute(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
 	mw, err := ginidem.Wrap(ginidem.Config{Options: idemrt.Options{Store: idemrt.NewMemoryStore()}},
-		adaptertest.Policy("createOrder", "/orders/{id}"))
+		contracttest.Policy("createOrder", "/orders/{id}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +216,9 @@ func TestWrapRoute(t *testing.T) {
 	r.Group("/v2").POST("/orders/:id", mw, created(&runs))
 	url := server(t, r)
 
-	first := adaptertest.Post(t, url+"/orders/7", "k1", `{}`)
-	adaptertest.Replayed(t, first, adaptertest.Post(t, url+"/v2/orders/7", "k1", `{}`))
-	adaptertest.Problem(t, adaptertest.Post(t, url+"/v2/orders/8", "k1", `{}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
+	first := contracttest.Post(t, url+"/orders/7", "k1", `{}`)
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/v2/orders/7", "k1", `{}`))
+	contracttest.Problem(t, contracttest.Post(t, url+"/v2/orders/8", "k1", `{}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
@@ -232,14 +232,14 @@ func TestPanicReleases(t *testing.T) {
 	r := gin.New()
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, err any) {
 		c.AbortWithStatus(http.StatusInternalServerError)
-	}), middleware(t, ginidem.Config{}, adaptertest.Policy("boom", "/boom")))
+	}), middleware(t, ginidem.Config{}, contracttest.Policy("boom", "/boom")))
 	r.POST("/boom", func(c *gin.Context) {
 		runs.Add(1)
 		panic("boom")
 	})
 	url := server(t, r)
 	for i := 1; i <= 2; i++ {
-		if res := adaptertest.Post(t, url+"/boom", "b1", `{}`); res.Status != http.StatusInternalServerError {
+		if res := contracttest.Post(t, url+"/boom", "b1", `{}`); res.Status != http.StatusInternalServerError {
 			t.Fatalf("attempt %d: %d %s, want Recovery's 500", i, res.Status, res.Body)
 		}
 	}
@@ -251,7 +251,7 @@ func TestPanicReleases(t *testing.T) {
 func TestStartupError(t *testing.T) {
 	t.Parallel()
 	_, err := ginidem.Middleware(ginidem.Config{Options: idemrt.Options{Store: idemrt.NewMemoryStore()}},
-		adaptertest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Principal = idemrt.PrincipalAuth }))
+		contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Principal = idemrt.PrincipalAuth }))
 	if err == nil {
 		t.Fatal("no error for an auth policy without a principal")
 	}

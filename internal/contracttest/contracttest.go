@@ -1,7 +1,7 @@
-// Package adaptertest holds what the framework adapters' tests share:
-// requests over real HTTP and the checks of the idempotency contract's
-// responses.
-package adaptertest
+// Package contracttest holds what tests of whole servers share (the
+// framework adapters, the examples): JSON requests over real HTTP and
+// checks of the idempotency contract's responses.
+package contracttest
 
 import (
 	"encoding/json"
