@@ -16,7 +16,7 @@
 //
 //	mw, err := echoidem.Middleware(echoidem.Config{
 //		Options:   idemrt.Options{Store: store},
-//		Principal: func(c echo.Context) (string, error) { return c.Get("user").(string), nil },
+//		Principal: func(c echo.Context) (string, error) { u, _ := c.Get("user").(string); return u, nil },
 //	}, idem.Policies()...)
 //	...
 //	e.Use(auth, mw)

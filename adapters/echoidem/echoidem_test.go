@@ -272,3 +272,24 @@ func TestPanicReleases(t *testing.T) {
 		t.Errorf("handler ran %d times, want 2 (a panic releases the key)", n)
 	}
 }
+
+// In transactional mode the handler reads the transaction from
+// c.Request()'s context: the adapter hands echo the engine's request.
+func TestTransactional(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	e := echo.New()
+	e.Use(middleware(t, echoidem.Config{}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Transactional = true })))
+	e.POST("/charges", func(c echo.Context) error {
+		if _, ok := idemrt.TxFromContext(c.Request().Context()); !ok {
+			return echo.NewHTTPError(http.StatusInternalServerError, "no transaction in the request's context")
+		}
+		return created(&runs)(c)
+	})
+	url := server(t, e)
+	first := contracttest.Post(t, url+"/charges", "k1", `{}`)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.Status, first.Body)
+	}
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/charges", "k1", `{}`))
+}

@@ -256,3 +256,25 @@ func TestStartupError(t *testing.T) {
 		t.Fatal("no error for an auth policy without a principal")
 	}
 }
+
+// In transactional mode the handler reads the transaction from
+// c.Request's context: the adapter hands gin the engine's request.
+func TestTransactional(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	r := gin.New()
+	r.Use(middleware(t, ginidem.Config{}, contracttest.Policy("createCharge", "/charges", func(p *idemrt.Policy) { p.Transactional = true })))
+	r.POST("/charges", func(c *gin.Context) {
+		if _, ok := idemrt.TxFromContext(c.Request.Context()); !ok {
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "no transaction in the request's context"})
+			return
+		}
+		created(&runs)(c)
+	})
+	url := server(t, r)
+	first := contracttest.Post(t, url+"/charges", "k1", `{}`)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.Status, first.Body)
+	}
+	contracttest.Replayed(t, first, contracttest.Post(t, url+"/charges", "k1", `{}`))
+}
