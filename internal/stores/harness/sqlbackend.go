@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"database/sql"
+	"testing"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -55,6 +56,32 @@ func SQLBackend(st idemrt.TxStore, conn *sql.DB,
 		Records: func(ctx context.Context) (n int, err error) {
 			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
 			return n, err
+		},
+	}
+}
+
+// SQLHTTPBackend creates the table "plain (id idType PRIMARY KEY, body
+// bodyType)" on conn and returns the HTTPBackend of a database/sql store
+// over it; txFrom is the store package's generated TxFromContext.
+func SQLHTTPBackend(b testing.TB, st idemrt.TxStore, conn *sql.DB, txFrom func(context.Context) (*sql.Tx, bool), idType, bodyType string) HTTPBackend {
+	b.Helper()
+	if _, err := conn.Exec("CREATE TABLE plain (id " + idType + " PRIMARY KEY, body " + bodyType + " NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	const insert = "INSERT INTO plain (id, body) VALUES (?, ?)"
+	return HTTPBackend{
+		Store: st,
+		Insert: func(ctx context.Context, id string, body []byte) error {
+			if tx, ok := txFrom(ctx); ok {
+				_, err := tx.ExecContext(ctx, insert, id, body)
+				return err
+			}
+			_, err := conn.ExecContext(ctx, insert, id, body)
+			return err
+		},
+		Get: func(ctx context.Context, id string) (body []byte, err error) {
+			err = conn.QueryRowContext(ctx, "SELECT body FROM plain WHERE id = ?", id).Scan(&body)
+			return body, err
 		},
 	}
 }
