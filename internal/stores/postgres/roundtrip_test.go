@@ -43,9 +43,9 @@ func (l *statementLog) take() []string {
 }
 
 // TestRoundTrips pins what docs/stores.md promises: through the wrapper, a
-// first request runs two statements (the claim, which reads and inserts,
-// and the completion), a replay and a conflict one each, and a takeover
-// of an abandoned record one more than a first request.
+// first request runs three statements (a plain read, the claim and the
+// completion), a replay and a conflict one plain read each, and a takeover
+// of an abandoned record as many as a first request.
 func TestRoundTrips(t *testing.T) {
 	db := newTestDB(t)
 	log := &statementLog{}
@@ -90,15 +90,15 @@ func TestRoundTrips(t *testing.T) {
 	}
 	log.take() // NewStore's own
 	key := harness.UniqueKey(t, "rt")
-	expect("first request", send(key, nil), 201, "Claim", "Complete")
-	expect("replay", send(key, nil), 201, "Claim")
+	expect("first request", send(key, nil), 201, "Lookup", "Acquire", "Complete")
+	expect("replay", send(key, nil), 201, "Lookup")
 
 	busy := harness.UniqueKey(t, "rt")
 	done := make(chan int)
 	go func() { done <- send(busy, http.Header{"X-Slow": {"1"}}) }()
 	<-slow
 	log.take()
-	expect("conflict", send(busy, nil), 409, "Claim")
+	expect("conflict", send(busy, nil), 409, "Lookup")
 	close(release)
 	<-done
 	log.take()
@@ -111,5 +111,5 @@ func TestRoundTrips(t *testing.T) {
 	}
 	time.Sleep(450 * time.Millisecond)
 	log.take()
-	expect("takeover", send(abandoned, nil), 201, "Claim", "Acquire", "Complete")
+	expect("takeover", send(abandoned, nil), 201, "Lookup", "Acquire", "Complete")
 }
