@@ -46,13 +46,16 @@ type AcquireParams struct {
 	TtlMs              int64
 }
 
-// Acquire takes over a record that Claim found expired, released, or in
-// progress with an ended lease, or claims a key whose record was swept
-// since, in one statement: ON CONFLICT ... DO UPDATE ... WHERE re-checks
-// those conditions on the row under its lock (a concurrent claimer is
-// waited for and the condition evaluated on the row it committed). No row
-// back means another attempt holds the key: Claim again. A takeover moves
-// the epoch on by one; a fresh row starts at the clock, as in Claim.
+// Acquire claims a key that Lookup found absent, expired, released, or in
+// progress with an ended lease, in one statement: ON CONFLICT ... DO
+// UPDATE ... WHERE re-checks those conditions on the row under its lock (a
+// concurrent claimer is waited for and the condition evaluated on the row
+// it committed). No row back means another attempt holds the key: look it
+// up again. A takeover moves the epoch on by one. A fresh row's epoch is
+// the clock in microseconds, so that a row re-created after Sweep deleted
+// the key's previous one follows every epoch that one handed out (its
+// creation time plus one per claim after). It may be swept lease + ttl
+// from now (see Complete).
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.db.QueryRow(ctx, acquire,
 		arg.Scope,
@@ -66,101 +69,6 @@ func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error)
 	var epoch int64
 	err := row.Scan(&epoch)
 	return epoch, err
-}
-
-const claim = `-- name: Claim :one
-WITH cur AS (
-    SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until, k.expires_at,
-           k.status, k.headers, k.body, k.tombstone
-    FROM subscription_keys k
-    WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
-), ins AS (
-    INSERT INTO subscription_keys (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at, sweep_at)
-    SELECT $1, $2, $3, $4::bytea,
-           $5::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + $6::bigint * interval '1 millisecond',
-           statement_timestamp() + $7::bigint * interval '1 millisecond',
-           statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (scope, principal, idem_key) DO NOTHING
-    RETURNING epoch
-)
-SELECT false AS acquired, cur.epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-       (cur.expires_at > statement_timestamp() AND (cur.state = 2 OR (cur.state = 1 AND cur.lease_until > statement_timestamp())))::boolean AS live,
-       (cur.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM cur.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-       cur.status, cur.headers, cur.body, cur.tombstone
-FROM cur
-UNION ALL
-SELECT true, ins.epoch, 1::smallint, '\x'::bytea, 0, false, true, 0::bigint, 0, '\x'::bytea, '\x'::bytea, false
-FROM ins
-`
-
-type ClaimParams struct {
-	Scope              string
-	Principal          []byte
-	IdemKey            string
-	Fingerprint        []byte
-	FingerprintVersion int32
-	LeaseMs            int64
-	TtlMs              int64
-}
-
-type ClaimRow struct {
-	Acquired           bool
-	Epoch              int64
-	State              int16
-	Fingerprint        []byte
-	FingerprintVersion int32
-	Live               bool
-	Unexpired          bool
-	LeaseRemainingMs   int64
-	Status             int32
-	Headers            []byte
-	Body               []byte
-	Tombstone          bool
-}
-
-// Claim reads the record of a key and, when there is none, inserts a fresh
-// in-progress one, in one statement: a first request costs this and the
-// completion, a replay or a conflict this alone. The insert runs only when
-// the read found nothing; ON CONFLICT DO NOTHING covers a concurrent first
-// request that committed after this statement's snapshot was taken (it is
-// waited for), and then no row comes back: the caller asks again. acquired
-// tells which branch the row comes from. A record that exists but is not
-// live (expired, released, or in progress with an ended lease) comes back
-// with live false, for Acquire to take over.
-// A fresh row's epoch is the clock in microseconds, so that a row
-// re-created after Sweep deleted the key's previous one follows every epoch
-// that one handed out (its creation time plus one per claim after). It may
-// be swept lease + ttl from now (see Complete).
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
-	row := q.db.QueryRow(ctx, claim,
-		arg.Scope,
-		arg.Principal,
-		arg.IdemKey,
-		arg.Fingerprint,
-		arg.FingerprintVersion,
-		arg.LeaseMs,
-		arg.TtlMs,
-	)
-	var i ClaimRow
-	err := row.Scan(
-		&i.Acquired,
-		&i.Epoch,
-		&i.State,
-		&i.Fingerprint,
-		&i.FingerprintVersion,
-		&i.Live,
-		&i.Unexpired,
-		&i.LeaseRemainingMs,
-		&i.Status,
-		&i.Headers,
-		&i.Body,
-		&i.Tombstone,
-	)
-	return i, err
 }
 
 const complete = `-- name: Complete :execrows
@@ -213,6 +121,60 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const lookup = `-- name: Lookup :one
+SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM subscription_keys k
+WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+`
+
+type LookupParams struct {
+	Scope     string
+	Principal []byte
+	IdemKey   string
+}
+
+type LookupRow struct {
+	Epoch              int64
+	State              int16
+	Fingerprint        []byte
+	FingerprintVersion int32
+	Live               bool
+	Unexpired          bool
+	LeaseRemainingMs   int64
+	Status             int32
+	Headers            []byte
+	Body               []byte
+	Tombstone          bool
+}
+
+// Lookup reads the record of a key with its liveness, measured on the
+// database's clock: a plain primary-key read, so that a replay or a
+// conflict costs the server what a SELECT does. It decides nothing on its
+// own: a key it finds absent, expired, released, or in progress with an
+// ended lease is claimed by Acquire, which re-checks under the row's lock.
+func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	var i LookupRow
+	err := row.Scan(
+		&i.Epoch,
+		&i.State,
+		&i.Fingerprint,
+		&i.FingerprintVersion,
+		&i.Live,
+		&i.Unexpired,
+		&i.LeaseRemainingMs,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.Tombstone,
+	)
+	return i, err
 }
 
 const markProcessed = `-- name: MarkProcessed :execrows

@@ -80,17 +80,16 @@ func checkPrimary(inRecovery, readOnly bool) error {
 	return nil
 }
 
-// Claim reports the live record of req's key, or claims the key. One
-// statement reads the record and, when there is none, inserts the claim
-// (the common first request: one round trip before the handler runs); a
-// record that is there but not live is taken over by a second statement,
-// an upsert that re-checks everything under the row's lock, so the read
+// Claim reports the live record of req's key, or claims the key. A plain
+// primary-key read comes first, so that a replay or a conflict is one
+// read; a key that is absent or whose record is not live is claimed by an
+// upsert that re-checks everything under the row's lock, so the read
 // decides nothing on its own.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	claim := ClaimParams{
+	acquire := AcquireParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
@@ -100,17 +99,13 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
-		cur, err := s.q.Claim(ctx, claim)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // a concurrent first request inserted the key after our snapshot
-		}
-		if err != nil {
+		takeover, readEpoch := false, int64(0)
+		cur, err := s.q.Lookup(ctx, LookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		}
-		if cur.Acquired {
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: cur.Epoch}, nil
-		}
-		if cur.Live {
+		case cur.Live:
 			return record{
 				state:              int64(cur.State),
 				epoch:              cur.Epoch,
@@ -122,18 +117,19 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				body:               cur.Body,
 				tombstone:          cur.Tombstone,
 			}.result()
+		default:
+			takeover, readEpoch = cur.Unexpired && cur.State == stateInProgress, cur.Epoch
 		}
-		epoch, err := s.q.Acquire(ctx, AcquireParams(claim))
+		epoch, err := s.q.Acquire(ctx, acquire)
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // another attempt took the record over since the read
+			continue // another attempt claimed the key since the read
 		}
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		// A takeover of the record read moves its epoch on by one; a fresh
 		// row (the record was swept since the read) starts at the clock.
-		takenOver := cur.Unexpired && cur.State == stateInProgress && epoch == cur.Epoch+1
-		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takenOver}, nil
+		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
