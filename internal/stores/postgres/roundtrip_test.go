@@ -22,7 +22,8 @@ type statementLog struct {
 }
 
 func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	name := "?"
+	// Statements without a name are pgx's own: begin, commit, rollback.
+	name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(d.SQL)), " ")
 	if rest, ok := strings.CutPrefix(d.SQL, "-- name: "); ok {
 		name, _, _ = strings.Cut(rest, " ")
 	}
@@ -47,6 +48,17 @@ func (l *statementLog) take() []string {
 // completion), a replay and a conflict one plain read each, and a takeover
 // of an abandoned record as many as a first request.
 func TestRoundTrips(t *testing.T) {
+	t.Run("NonTransactional", func(t *testing.T) { testRoundTrips(t, false) })
+	t.Run("Transactional", func(t *testing.T) { testRoundTrips(t, true) })
+}
+
+// In transactional mode a first request is a plain read, then BEGIN, the
+// claim (uncommitted), the handler's statements, the completion and one
+// COMMIT; a replay is the plain read; a conflict with an attempt still in
+// its transaction is the read and a claim that finds the key's advisory
+// lock taken (then ROLLBACK); and a retry after a crash is a first request,
+// since the crash left nothing.
+func testRoundTrips(t *testing.T, transactional bool) {
 	db := newTestDB(t)
 	log := &statementLog{}
 	pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = log })
@@ -59,7 +71,7 @@ func TestRoundTrips(t *testing.T) {
 	h, err := idemrt.Wrap(idemrt.Options{Store: st}, &idemrt.Policy{
 		OperationID: "createCharge", Method: http.MethodPost, Route: "/charges",
 		Key: idemrt.KeyFromHeader, KeyName: "Idempotency-Key", Principal: idemrt.PrincipalAnonymous,
-		Lease: 300 * time.Millisecond, TTL: time.Hour,
+		Lease: 300 * time.Millisecond, TTL: time.Hour, Transactional: transactional,
 	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Slow") != "" {
 			slow <- struct{}{}
@@ -90,26 +102,44 @@ func TestRoundTrips(t *testing.T) {
 	}
 	log.take() // NewStore's own
 	key := harness.UniqueKey(t, "rt")
-	expect("first request", send(key, nil), 201, "Lookup", "Acquire", "Complete")
+	busy := harness.UniqueKey(t, "rt")
+	abandoned := harness.UniqueKey(t, "rt")
+	first := []string{"Lookup", "Acquire", "Complete"}
+	conflict := []string{"Lookup"}
+	if transactional {
+		first = []string{"Lookup", "begin", "ClaimTx", "Complete", "commit"}
+		conflict = []string{"Lookup", "begin", "ClaimTx", "rollback"}
+	}
+	expect("first request", send(key, nil), 201, first...)
 	expect("replay", send(key, nil), 201, "Lookup")
 
-	busy := harness.UniqueKey(t, "rt")
 	done := make(chan int)
 	go func() { done <- send(busy, http.Header{"X-Slow": {"1"}}) }()
 	<-slow
 	log.take()
-	expect("conflict", send(busy, nil), 409, "Lookup")
+	expect("conflict", send(busy, nil), 409, conflict...)
 	close(release)
 	<-done
 	log.take()
 
+	if transactional {
+		// An attempt whose process died in its handler: its transaction
+		// is gone with it, and the next request is a first request.
+		tx, res, err := st.BeginClaim(context.Background(), idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: abandoned}, Lease: 300 * time.Millisecond, TTL: time.Hour})
+		if err != nil || res.State != idemrt.Acquired {
+			t.Fatalf("claim: %+v, %v", res, err)
+		}
+		tx.Rollback(context.Background())
+		log.take()
+		expect("retry after a crash", send(abandoned, nil), 201, first...)
+		return
+	}
 	// An attempt that never completes (its process died): after the lease
 	// the next request takes the record over.
-	abandoned := harness.UniqueKey(t, "rt")
 	if res, err := st.Claim(context.Background(), idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: abandoned}, Lease: 300 * time.Millisecond, TTL: time.Hour}); err != nil || res.State != idemrt.Acquired {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
 	time.Sleep(450 * time.Millisecond)
 	log.take()
-	expect("takeover", send(abandoned, nil), 201, "Lookup", "Acquire", "Complete")
+	expect("takeover", send(abandoned, nil), 201, first...)
 }
