@@ -19,9 +19,9 @@ import (
 // engine's help, as a database's rollback of the uncommitted record does.
 type claimTxStore struct {
 	*idemrt.MemoryStore
-	commitErr                                   error
+	commitErr                                    error
 	begins, claims, commits, rollbacks, releases atomic.Int64
-	completes                                   atomic.Int64
+	completes                                    atomic.Int64
 }
 
 func (s *claimTxStore) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {

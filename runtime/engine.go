@@ -12,11 +12,11 @@ import (
 )
 
 type engine struct {
-	store     Store
-	txStore   TxStore
+	store   Store
+	txStore TxStore
 	// claimTx is set when the store claims inside the handler's
 	// transaction (transactional mode in one commit).
-	claimTx ClaimTxStore
+	claimTx   ClaimTxStore
 	principal func(*http.Request) (string, error)
 	hooks     Hooks
 	log       *slog.Logger
