@@ -87,13 +87,11 @@ func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest
 		t = time.AfterFunc(d, cancel)
 	}
 	tx, res, err := e.claimTx.BeginClaim(txCtx, req)
-	if t != nil && !t.Stop() && err == nil {
+	if t != nil && !t.Stop() && tx != nil && err == nil {
 		// The bound ended as BeginClaim returned: the transaction's
 		// context is cancelled, so it cannot be used.
-		if tx != nil {
-			e.rollback(ctx, op, tx)
-		}
-		err = context.DeadlineExceeded
+		e.rollback(ctx, op, tx)
+		tx, err = nil, context.DeadlineExceeded
 	}
 	if err == nil && (tx == nil) != (res.State != Acquired) {
 		if tx != nil {
