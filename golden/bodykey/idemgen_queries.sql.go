@@ -7,6 +7,8 @@ package bodykey
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const acquire = `-- name: Acquire :one
@@ -69,6 +71,81 @@ func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error)
 	var epoch int64
 	err := row.Scan(&epoch)
 	return epoch, err
+}
+
+const claimTx = `-- name: ClaimTx :one
+WITH probe AS (
+    SELECT pg_try_advisory_xact_lock($1::bigint) AS locked
+), ins AS (
+    INSERT INTO subscription_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT $2::varchar, $3::bytea, $4::varchar, $5::bytea,
+           $6::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + $7::bigint * interval '1 millisecond',
+           statement_timestamp() + $8::bigint * interval '1 millisecond',
+           statement_timestamp() + ($7::bigint + $8::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    FROM probe
+    WHERE probe.locked
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT probe.locked, ins.epoch
+FROM probe LEFT JOIN ins ON true
+`
+
+type ClaimTxParams struct {
+	LockKey            int64
+	Scope              string
+	Principal          []byte
+	IdemKey            string
+	Fingerprint        []byte
+	FingerprintVersion int32
+	LeaseMs            int64
+	TtlMs              int64
+}
+
+type ClaimTxRow struct {
+	Locked bool
+	Epoch  pgtype.Int8
+}
+
+// ClaimTx claims a key inside the transaction of a transactional operation
+// (BeginClaim), after Lookup found it absent or not live: the record it
+// inserts or takes over stays uncommitted, invisible to other sessions,
+// until the handler's writes and the completion commit with it. The
+// transaction-scoped advisory lock on a 64-bit hash of the key, tried
+// without waiting, tells a concurrent transactional attempt that the key
+// is held (locked false: nothing was written) rather than making it wait
+// on the uncommitted row. The upsert is Acquire's: no epoch back means
+// another attempt's record is live.
+func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (ClaimTxRow, error) {
+	row := q.db.QueryRow(ctx, claimTx,
+		arg.LockKey,
+		arg.Scope,
+		arg.Principal,
+		arg.IdemKey,
+		arg.Fingerprint,
+		arg.FingerprintVersion,
+		arg.LeaseMs,
+		arg.TtlMs,
+	)
+	var i ClaimTxRow
+	err := row.Scan(&i.Locked, &i.Epoch)
+	return i, err
 }
 
 const complete = `-- name: Complete :execrows

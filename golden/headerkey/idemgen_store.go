@@ -4,7 +4,9 @@ package headerkey
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -54,7 +56,7 @@ type Store struct {
 	q    *Queries
 }
 
-var _ idemrt.TxStore = (*Store)(nil)
+var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
@@ -99,26 +101,9 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
-		takeover, readEpoch := false, int64(0)
-		cur, err := s.q.Lookup(ctx, LookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case cur.Live:
-			return record{
-				state:              int64(cur.State),
-				epoch:              cur.Epoch,
-				fingerprint:        cur.Fingerprint,
-				fingerprintVersion: int64(cur.FingerprintVersion),
-				leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
-				status:             int64(cur.Status),
-				headers:            cur.Headers,
-				body:               cur.Body,
-				tombstone:          cur.Tombstone,
-			}.result()
-		default:
-			takeover, readEpoch = cur.Unexpired && cur.State == stateInProgress, cur.Epoch
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return deref(live), err
 		}
 		epoch, err := s.q.Acquire(ctx, acquire)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -132,6 +117,103 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// lookup reads the record of key: live is its result when it is live (a
+// replay or a conflict); otherwise takeover tells whether it is in progress
+// with an ended lease, at readEpoch.
+func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.ClaimResult, takeover bool, readEpoch int64, err error) {
+	cur, err := s.q.Lookup(ctx, LookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, false, 0, nil
+	case err != nil:
+		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
+	case cur.Live:
+		res, err := record{
+			state:              int64(cur.State),
+			epoch:              cur.Epoch,
+			fingerprint:        cur.Fingerprint,
+			fingerprintVersion: int64(cur.FingerprintVersion),
+			leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+			status:             int64(cur.Status),
+			headers:            cur.Headers,
+			body:               cur.Body,
+			tombstone:          cur.Tombstone,
+		}.result()
+		return &res, false, 0, err
+	}
+	return nil, cur.Unexpired && cur.State == stateInProgress, cur.Epoch, nil
+}
+
+func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
+	if r == nil {
+		return idemrt.ClaimResult{}
+	}
+	return *r
+}
+
+// BeginClaim claims req's key inside a new transaction, in which the
+// handler's writes and the completion then commit with the record: one
+// commit per first request, and a rollback (or a crash) leaves no trace, so
+// the key may run again at once. A plain read comes first, as in Claim, so
+// that a replay or a conflict with a committed record costs one read and
+// no transaction. A concurrent transactional attempt holding the key (its
+// record not committed yet) is reported InProgress at once, through a
+// transaction-scoped advisory lock on a hash of the key tried without
+// waiting (a hash collision with another key held at that moment also
+// reads as InProgress: the client retries).
+func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	if err := checkRecordKey(req.RecordKey); err != nil {
+		return nil, idemrt.ClaimResult{}, err
+	}
+	claim := ClaimTxParams{
+		LockKey:            lockKey(req.RecordKey),
+		Scope:              req.Scope,
+		Principal:          req.PrincipalHash[:],
+		IdemKey:            req.Key,
+		Fingerprint:        req.Fingerprint[:],
+		FingerprintVersion: int32(req.FingerprintVersion),
+		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
+		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+	}
+	for range maxClaimAttempts {
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return nil, deref(live), err
+		}
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		row, err := New(tx).ClaimTx(ctx, claim)
+		if err != nil || !row.Locked || !row.Epoch.Valid {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+		switch {
+		case err != nil:
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+		case !row.Locked:
+			return nil, idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, nil
+		case !row.Epoch.Valid:
+			continue // another attempt's record is live: read it
+		}
+		epoch := row.Epoch.Int64
+		return &storeTx{tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+	}
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// lockKey is the advisory lock of a key: the first 8 bytes of SHA-256 over
+// scope, principal hash and key.
+func lockKey(k idemrt.RecordKey) int64 {
+	h := sha256.New()
+	h.Write([]byte(k.Scope))
+	h.Write([]byte{0})
+	h.Write(k.PrincipalHash[:])
+	h.Write([]byte(k.Key))
+	var sum [sha256.Size]byte
+	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])))
 }
 
 // Complete saves the result of the attempt holding c.Epoch.

@@ -48,6 +48,48 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
 WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
 RETURNING t.epoch;
 
+-- name: ClaimTx :one
+-- ClaimTx claims a key inside the transaction of a transactional operation
+-- (BeginClaim), after Lookup found it absent or not live: the record it
+-- inserts or takes over stays uncommitted, invisible to other sessions,
+-- until the handler's writes and the completion commit with it. The
+-- transaction-scoped advisory lock on a 64-bit hash of the key, tried
+-- without waiting, tells a concurrent transactional attempt that the key
+-- is held (locked false: nothing was written) rather than making it wait
+-- on the uncommitted row. The upsert is Acquire's: no epoch back means
+-- another attempt's record is live.
+WITH probe AS (
+    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked
+), ins AS (
+    INSERT INTO idempotency_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
+           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    FROM probe
+    WHERE probe.locked
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT probe.locked, ins.epoch
+FROM probe LEFT JOIN ins ON true;
+
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where
