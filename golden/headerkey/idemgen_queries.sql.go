@@ -75,16 +75,17 @@ func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error)
 
 const claimTx = `-- name: ClaimTx :one
 WITH probe AS (
-    SELECT pg_try_advisory_xact_lock($1::bigint) AS locked
+    SELECT pg_try_advisory_xact_lock($1::bigint) AS locked,
+           set_config('idle_in_transaction_session_timeout', $2::bigint::text, true) AS idle_timeout
 ), ins AS (
     INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
         lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT $2::varchar, $3::bytea, $4::varchar, $5::bytea,
-           $6::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + $7::bigint * interval '1 millisecond',
+    SELECT $3::varchar, $4::bytea, $5::varchar, $6::bytea,
+           $7::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + $2::bigint * interval '1 millisecond',
            statement_timestamp() + $8::bigint * interval '1 millisecond',
-           statement_timestamp() + ($7::bigint + $8::bigint) * interval '1 millisecond',
+           statement_timestamp() + ($2::bigint + $8::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
     WHERE probe.locked
@@ -103,24 +104,25 @@ WITH probe AS (
     WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
     RETURNING t.epoch
 )
-SELECT probe.locked, ins.epoch
+SELECT probe.locked, probe.idle_timeout, ins.epoch
 FROM probe LEFT JOIN ins ON true
 `
 
 type ClaimTxParams struct {
 	LockKey            int64
+	LeaseMs            int64
 	Scope              string
 	Principal          []byte
 	IdemKey            string
 	Fingerprint        []byte
 	FingerprintVersion int32
-	LeaseMs            int64
 	TtlMs              int64
 }
 
 type ClaimTxRow struct {
-	Locked bool
-	Epoch  pgtype.Int8
+	Locked      bool
+	IdleTimeout string
+	Epoch       pgtype.Int8
 }
 
 // ClaimTx claims a key inside the transaction of a transactional operation
@@ -131,20 +133,23 @@ type ClaimTxRow struct {
 // without waiting, tells a concurrent transactional attempt that the key
 // is held (locked false: nothing was written) rather than making it wait
 // on the uncommitted row. The upsert is Acquire's: no epoch back means
-// another attempt's record is live.
+// another attempt's record is live. The transaction also gets
+// idle_in_transaction_session_timeout = the lease: a client that vanished
+// without closing its connection (a network partition) cannot hold the
+// key past its lease, since the server then ends the session.
 func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (ClaimTxRow, error) {
 	row := q.db.QueryRow(ctx, claimTx,
 		arg.LockKey,
+		arg.LeaseMs,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
 		arg.Fingerprint,
 		arg.FingerprintVersion,
-		arg.LeaseMs,
 		arg.TtlMs,
 	)
 	var i ClaimTxRow
-	err := row.Scan(&i.Locked, &i.Epoch)
+	err := row.Scan(&i.Locked, &i.IdleTimeout, &i.Epoch)
 	return i, err
 }
 

@@ -57,9 +57,13 @@ RETURNING t.epoch;
 -- without waiting, tells a concurrent transactional attempt that the key
 -- is held (locked false: nothing was written) rather than making it wait
 -- on the uncommitted row. The upsert is Acquire's: no epoch back means
--- another attempt's record is live.
+-- another attempt's record is live. The transaction also gets
+-- idle_in_transaction_session_timeout = the lease: a client that vanished
+-- without closing its connection (a network partition) cannot hold the
+-- key past its lease, since the server then ends the session.
 WITH probe AS (
-    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked
+    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked,
+           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
 ), ins AS (
     INSERT INTO idemgen_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -87,7 +91,7 @@ WITH probe AS (
     WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
     RETURNING t.epoch
 )
-SELECT probe.locked, ins.epoch
+SELECT probe.locked, probe.idle_timeout, ins.epoch
 FROM probe LEFT JOIN ins ON true;
 
 -- name: Complete :execrows
