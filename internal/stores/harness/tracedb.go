@@ -215,7 +215,9 @@ type RoundTripWant struct {
 func RoundTrips(t *testing.T, st idemrt.Store, take func() []string, transactional bool, want RoundTripWant) {
 	release := make(chan struct{})
 	slow := make(chan struct{}, 1)
-	const lease = 300 * time.Millisecond
+	// The lease (and the store bound, half of it) leave room for -race
+	// on a busy machine; a conflict that waits on a lock waits the bound.
+	const lease = Lease
 	h, err := idemrt.Wrap(idemrt.Options{Store: st}, &idemrt.Policy{
 		OperationID: "createCharge", Method: http.MethodPost, Route: "/charges",
 		Key: idemrt.KeyFromHeader, KeyName: "Idempotency-Key", Principal: idemrt.PrincipalAnonymous,
