@@ -205,6 +205,59 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const completeTx = `-- name: CompleteTx :one
+WITH done AS (
+    UPDATE subscription_keys
+    SET state = 2,
+        status = $1,
+        headers = $2,
+        body = $3,
+        tombstone = $4,
+        lease_until = statement_timestamp(),
+        expires_at = statement_timestamp() + $5::bigint * interval '1 millisecond',
+        sweep_at = GREATEST(sweep_at, statement_timestamp() + $5::bigint * interval '1 millisecond')
+    WHERE scope = $6 AND principal = $7 AND idem_key = $8
+      AND epoch = $9 AND state = 1
+    RETURNING 1
+)
+SELECT (1 / (SELECT count(*) FROM done))::integer AS completed
+`
+
+type CompleteTxParams struct {
+	Status    int32
+	Headers   []byte
+	Body      []byte
+	Tombstone bool
+	TtlMs     int64
+	Scope     string
+	Principal []byte
+	IdemKey   string
+	Epoch     int64
+}
+
+// CompleteTx is Complete inside the transaction that holds the claim
+// (BeginClaim), sent in one round trip with the COMMIT. The claim's row is
+// this transaction's own, so it matches; were it not to, the division by
+// zero fails the statement, the transaction aborts, and the COMMIT behind
+// it rolls back instead: the handler's writes never commit without their
+// record.
+func (q *Queries) CompleteTx(ctx context.Context, arg CompleteTxParams) (int32, error) {
+	row := q.db.QueryRow(ctx, completeTx,
+		arg.Status,
+		arg.Headers,
+		arg.Body,
+		arg.Tombstone,
+		arg.TtlMs,
+		arg.Scope,
+		arg.Principal,
+		arg.IdemKey,
+		arg.Epoch,
+	)
+	var completed int32
+	err := row.Scan(&completed)
+	return completed, err
+}
+
 const lookup = `-- name: Lookup :one
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
        (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,

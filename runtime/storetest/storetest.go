@@ -86,6 +86,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idemrt.Store) {
 		{"ClaimTxLiveRecordNoTx", s.claimTxLive},
 		{"ClaimTxTakeoverRollsBack", s.claimTxTakeover},
 		{"ClaimTxConcurrentNeverAcquires", s.claimTxConcurrent},
+		{"ClaimTxWrongEpochNeverCommits", s.claimTxWrongEpoch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1006,4 +1007,28 @@ func (s *suite) claimTxConcurrent(t *testing.T, st idemrt.Store) {
 		t.Fatalf("concurrent BeginClaim: %v (transaction %v), want InProgress or Completed", o.res.State, o.tx != nil)
 	}
 	wantState(t, mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL)), idemrt.Completed)
+}
+
+// A completion that does not match the claim (a wrong epoch) fails, in
+// Tx.Complete or at the latest in Commit, and nothing of the transaction
+// is committed: the next claim is fresh.
+func (s *suite) claimTxWrongEpoch(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch + 1, Response: sampleResponse(), TTL: longTTL})
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err == nil {
+		t.Fatal("a completion at the wrong epoch completed and committed")
+	}
+	_ = tx.Rollback(ctx)
+	got := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, got, idemrt.Acquired)
+	if got.TakenOver {
+		t.Error("the failed transaction left a record behind")
+	}
 }

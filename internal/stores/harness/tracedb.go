@@ -30,6 +30,10 @@ func (l *StatementLog) Add(sql string) {
 	l.add(name)
 }
 
+// Record records a name as it is (e.g. a batch of statements, one round
+// trip).
+func (l *StatementLog) Record(name string) { l.add(name) }
+
 func (l *StatementLog) add(name string) {
 	l.mu.Lock()
 	l.names = append(l.names, name)

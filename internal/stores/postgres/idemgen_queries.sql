@@ -115,6 +115,29 @@ SET state = 2,
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
+-- name: CompleteTx :one
+-- CompleteTx is Complete inside the transaction that holds the claim
+-- (BeginClaim), sent in one round trip with the COMMIT. The claim's row is
+-- this transaction's own, so it matches; were it not to, the division by
+-- zero fails the statement, the transaction aborts, and the COMMIT behind
+-- it rolls back instead: the handler's writes never commit without their
+-- record.
+WITH done AS (
+    UPDATE idempotency_keys
+    SET state = 2,
+        status = sqlc.arg(status),
+        headers = sqlc.arg(headers),
+        body = sqlc.arg(body),
+        tombstone = sqlc.arg(tombstone),
+        lease_until = statement_timestamp(),
+        expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+        sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
+    WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+      AND epoch = sqlc.arg(epoch) AND state = 1
+    RETURNING 1
+)
+SELECT (1 / (SELECT count(*) FROM done))::integer AS completed;
+
 -- name: Release :execrows
 -- Release gives up the in-progress record held at epoch (state 3: claims
 -- treat it as absent and continue its epoch); 0 rows means the record

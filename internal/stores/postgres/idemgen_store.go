@@ -182,13 +182,19 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		if err != nil || live != nil {
 			return nil, deref(live), err
 		}
-		tx, err := s.pool.Begin(ctx)
+		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			conn.Release()
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
 		}
 		row, err := New(tx).ClaimTx(ctx, claim)
 		if err != nil || !row.Locked || !row.Epoch.Valid {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
+			conn.Release()
 		}
 		switch {
 		case err != nil:
@@ -199,7 +205,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 			continue // another attempt's record is live: read it
 		}
 		epoch := row.Epoch.Int64
-		return &storeTx{tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
@@ -298,6 +304,89 @@ func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
 
 func (t *storeTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+// claimedTx is the transaction of BeginClaim. It holds the claim's record,
+// which no other session can change until it ends, so its completion is
+// sent with the COMMIT, in one round trip (CompleteTx fails, and the COMMIT
+// then rolls back, should the record not match).
+type claimedTx struct {
+	conn    *pgxpool.Conn
+	tx      pgx.Tx
+	pending *CompleteTxParams
+	done    bool
+}
+
+func (t *claimedTx) Handle() any { return t.tx }
+
+// Complete checks the completion and keeps it for Commit.
+func (t *claimedTx) Complete(ctx context.Context, c idemrt.Completion) error {
+	cp, err := completionOf(c)
+	if err != nil {
+		return err
+	}
+	t.pending = &CompleteTxParams{
+		Status:    cp.status,
+		Headers:   cp.headers,
+		Body:      cp.body,
+		Tombstone: cp.tombstone,
+		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Scope:     c.Scope,
+		Principal: c.PrincipalHash[:],
+		IdemKey:   c.Key,
+		Epoch:     c.Epoch,
+	}
+	return nil
+}
+
+// Commit sends the completion and the COMMIT together, and returns the
+// connection to the pool once the server has committed.
+func (t *claimedTx) Commit(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	if t.pending == nil {
+		t.done = true
+		err := t.tx.Commit(ctx)
+		t.conn.Release()
+		return err
+	}
+	p := t.pending
+	b := &pgx.Batch{}
+	b.Queue(completeTx, p.Status, p.Headers, p.Body, p.Tombstone, p.TtlMs, p.Scope, p.Principal, p.IdemKey, p.Epoch)
+	b.Queue("commit")
+	br := t.tx.SendBatch(ctx, b)
+	var completed int32
+	err := br.QueryRow().Scan(&completed)
+	tag, cerr := br.Exec()
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() != "COMMIT" {
+		err = errors.New("the server rolled the transaction back")
+	}
+	if err != nil {
+		// Whatever the server did not commit is rolled back (a no-op on a
+		// connection that broke; the pool then drops it).
+		_ = t.Rollback(context.WithoutCancel(ctx))
+		return fmt.Errorf("idempotency store: complete and commit: %w", err)
+	}
+	t.done = true
+	t.conn.Release()
+	return nil
+}
+
+func (t *claimedTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	err := t.tx.Rollback(ctx)
+	t.conn.Release()
+	return err
+}
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
@@ -19,11 +20,26 @@ func (l pgxTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQ
 
 func (pgxTrace) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// TraceBatchStart records a batch (one round trip) as its statements'
+// names joined by "+".
+func (l pgxTrace) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var one harness.StatementLog
+	for _, q := range d.Batch.QueuedQueries {
+		one.Add(q.SQL)
+	}
+	l.Record(strings.Join(one.Take(), "+"))
+	return ctx
+}
+
+func (pgxTrace) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
 // TestRoundTrips pins what docs/stores.md promises, through the wrapper: a
 // first request is a plain read, the claim and the completion; a replay and
 // a conflict one plain read each; a takeover of an abandoned record as many
 // as a first request. In transactional mode a first request is the read,
-// BEGIN, the claim (uncommitted), the completion and one COMMIT; a conflict
+// BEGIN, the claim (uncommitted), and the completion with the COMMIT in
+// one round trip (a batch); a conflict
 // with an attempt still in its transaction is the read and a claim that
 // finds the key's advisory lock taken, then ROLLBACK; a retry after a crash
 // is a first request, since the crash left nothing.
@@ -38,7 +54,7 @@ func TestRoundTrips(t *testing.T) {
 			Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
 		}},
 		{"Transactional", true, harness.RoundTripWant{
-			First: []string{"Lookup", "begin", "ClaimTx", "Complete", "commit"}, Replay: []string{"Lookup"},
+			First: []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}, Replay: []string{"Lookup"},
 			Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback"},
 		}},
 	} {
