@@ -11,8 +11,11 @@ import (
 )
 
 type engine struct {
-	store     Store
-	txStore   TxStore
+	store   Store
+	txStore TxStore
+	// claimTx is set when the store claims inside the handler's
+	// transaction (transactional mode in one commit).
+	claimTx   ClaimTxStore
 	principal func(*http.Request) (string, error)
 	hooks     Hooks
 	log       *slog.Logger
@@ -67,6 +70,39 @@ func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, context.Cancel
 		return nil, func() {}, err
 	}
 	return tx, cancel, nil
+}
+
+// beginClaim claims req's key in a new transaction (ClaimTxStore) within
+// the store bound. The transaction lives at most op's lease: its context
+// ends then (a store on database/sql rolls it back), and the handler's
+// context with it. The returned function ends the transaction's context;
+// call it once the transaction is over. tx is nil unless the result is
+// Acquired.
+func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest) (Tx, ClaimResult, time.Time, context.CancelFunc, error) {
+	deadline := time.Now().Add(op.lease)
+	txCtx, cancel := context.WithDeadline(bg(ctx), deadline)
+	var t *time.Timer
+	if d := e.bound(op); d > 0 {
+		t = time.AfterFunc(d, cancel)
+	}
+	tx, res, err := e.claimTx.BeginClaim(txCtx, req)
+	if t != nil && !t.Stop() && tx != nil && err == nil {
+		// The bound ended as BeginClaim returned: the transaction's
+		// context is cancelled, so it cannot be used.
+		e.rollback(ctx, op, tx)
+		tx, err = nil, context.DeadlineExceeded
+	}
+	if err == nil && (tx == nil) != (res.State != Acquired) {
+		if tx != nil {
+			e.rollback(ctx, op, tx)
+		}
+		err = errors.New("store's BeginClaim returned " + res.State.String() + " with a transaction that does not match it")
+	}
+	if err != nil || tx == nil {
+		cancel()
+		return nil, res, deadline, func() {}, err
+	}
+	return tx, res, deadline, cancel, nil
 }
 
 // rollback rolls tx back within the store bound.
@@ -278,9 +314,20 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	var deadline time.Time
 	poll := waitFirstPoll
 	for {
-		sctx, cancel := e.storeCtx(ctx, op)
-		res, err := e.store.Claim(sctx, req)
-		cancel()
+		var (
+			res      ClaimResult
+			tx       Tx
+			endTx    context.CancelFunc
+			leaseEnd time.Time
+			err      error
+		)
+		if op.transactional && e.claimTx != nil {
+			tx, res, leaseEnd, endTx, err = e.beginClaim(ctx, op, req)
+		} else {
+			sctx, cancel := e.storeCtx(ctx, op)
+			res, err = e.store.Claim(sctx, req)
+			cancel()
+		}
 		if err != nil {
 			e.storeError(ctx, w, op, rk, err, "claim")
 			return
@@ -293,9 +340,13 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			} else {
 				e.event(ctx, e.hooks.Claimed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
 			}
-			if op.transactional {
+			switch {
+			case tx != nil:
+				defer endTx()
+				e.runInTx(w, r, op, next, rk, res.Epoch, body, tx, leaseEnd)
+			case op.transactional:
 				e.runTx(w, r, op, next, rk, res.Epoch, body)
-			} else {
+			default:
 				e.run(w, r, op, next, rk, res.Epoch, body)
 			}
 			return
@@ -463,7 +514,8 @@ func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next
 	cw.finish()
 }
 
-// runTx runs the handler inside a store transaction (transactional mode).
+// runTx runs the handler inside a store transaction (transactional mode)
+// opened after a committed claim (a TxStore without BeginClaim).
 func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
 	ctx := r.Context()
 	tx, endTx, err := e.beginTx(ctx, op)
@@ -472,6 +524,28 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		e.release(ctx, op, rk, epoch, 0)
 		e.storeError(ctx, w, op, rk, err, "begin transaction")
 		return
+	}
+	e.runInTx(w, r, op, next, rk, epoch, body, tx, time.Time{})
+}
+
+// runInTx runs the handler in tx, then completes and commits. A zero
+// leaseEnd means the claim was committed before tx began, so undoing the
+// attempt means rolling back and releasing the record; otherwise tx holds
+// the claim itself (ClaimTxStore), a rollback undoes the attempt whole, and
+// the handler's context and the attempt end at leaseEnd.
+func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte, tx Tx, leaseEnd time.Time) {
+	ctx := r.Context()
+	claimed := !leaseEnd.IsZero()
+	// undo gives the attempt up: the claim goes with the rollback when the
+	// transaction holds it, else it is released.
+	undo := func(status int) {
+		e.rollback(ctx, op, tx)
+		if !claimed {
+			e.release(ctx, op, rk, epoch, status)
+			return
+		}
+		e.event(ctx, e.hooks.Released, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status})
+		e.logAt(ctx, slog.LevelDebug, "idempotency: rolled back", op, rk.Key, slog.Int("status", status))
 	}
 	// The headers set before the handler (by outer middleware) are what a
 	// 503 that replaces the handler's response keeps.
@@ -483,14 +557,19 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 			h[k] = vs
 		}
 	}
-	r2 := r.WithContext(context.WithValue(ctx, txKey{}, tx))
+	hctx := context.WithValue(ctx, txKey{}, tx)
+	if claimed {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithDeadline(hctx, leaseEnd)
+		defer cancel()
+	}
+	r2 := r.WithContext(hctx)
 	r2.Body = &bodyReader{b: body}
 	cw := &captureWriter{e: e, op: op, w: w, r: r2, rk: rk, epoch: epoch, tx: true}
 	normal := false
 	defer func() {
 		if !normal {
-			e.rollback(ctx, op, tx)
-			e.release(ctx, op, rk, epoch, 0)
+			undo(0)
 		}
 	}()
 	next.ServeHTTP(cw, r2)
@@ -498,9 +577,16 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 
 	status := cw.statusOrOK()
 	if !cw.saves(status) {
-		e.rollback(ctx, op, tx)
-		e.release(ctx, op, rk, epoch, status)
+		undo(status)
 		cw.writeBuffered(status)
+		return
+	}
+	if claimed && !time.Now().Before(leaseEnd) {
+		// The attempt outlived its lease: its transaction is (or is about
+		// to be) rolled back, so nothing of it happened.
+		undo(status)
+		resetHeaders()
+		e.storeError(ctx, w, op, rk, context.DeadlineExceeded, "lease ended in transaction")
 		return
 	}
 	var resp *SavedResponse
@@ -508,18 +594,18 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 		resp = cw.saved(status)
 	}
 	sctx, cancel := e.storeCtx(bg(ctx), op)
-	err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+	err := tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
 	cancel()
 	if err != nil {
-		e.rollback(ctx, op, tx)
 		if errors.Is(err, ErrFenced) {
 			// Another attempt owns the key: its run is the one that counts.
+			e.rollback(ctx, op, tx)
 			e.afterComplete(ctx, op, rk, epoch, status, err)
 			resetHeaders()
 			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, false)
 			return
 		}
-		e.release(ctx, op, rk, epoch, status)
+		undo(status)
 		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "complete in transaction")
 		return
@@ -528,7 +614,13 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 	err = tx.Commit(sctx)
 	cancel()
 	if err != nil {
-		e.release(ctx, op, rk, epoch, status)
+		if claimed {
+			// Nothing was committed, the claim included: roll back in case
+			// the transaction is still open.
+			undo(status)
+		} else {
+			e.release(ctx, op, rk, epoch, status)
+		}
 		resetHeaders()
 		e.storeError(ctx, w, op, rk, err, "commit")
 		return

@@ -257,6 +257,7 @@ func newEngine(opts Options) (*engine, error) {
 	}
 	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, storeTimeout: opts.StoreTimeout}
 	e.txStore, _ = opts.Store.(TxStore)
+	e.claimTx, _ = opts.Store.(ClaimTxStore)
 	_, e.inProcess = opts.Store.(*MemoryStore)
 	return e, nil
 }

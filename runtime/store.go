@@ -146,3 +146,31 @@ type Tx interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }
+
+// ClaimTxStore is a TxStore whose transactional mode commits once: the
+// in-progress record, the handler's writes and the completion are written
+// in one transaction, opened by BeginClaim, so that a first request costs
+// one durable commit. When Options.Store implements it, transactional
+// operations use BeginClaim instead of Claim then BeginTx.
+//
+// While the transaction is open, nothing of the attempt is visible to other
+// sessions: a concurrent attempt with the same key learns of it through the
+// database's own locking (its claim of the key would wait on the
+// uncommitted record) and is reported InProgress, or waits for the outcome.
+// A rollback, a failed commit, or a crash of the process leaves no trace:
+// the key is claimable again at once, with no lease to wait out and no
+// epoch to fence.
+type ClaimTxStore interface {
+	TxStore
+	// BeginClaim claims req's key inside a new transaction. For Acquired,
+	// the returned Tx is open and already holds the record in progress at
+	// the result's Epoch; the caller runs the handler in it, then calls
+	// Tx.Complete and Commit, or Rollback. For any other state the Tx is
+	// nil and the result is what Claim would report; InProgress for an
+	// attempt whose record is not committed yet carries the request's own
+	// fingerprint (the other attempt's is not visible) and LeaseRemaining 0.
+	// The Tx may be used until ctx ends: the caller cancels ctx once the
+	// transaction is over, and a store on database/sql rolls it back when
+	// ctx ends first.
+	BeginClaim(ctx context.Context, req ClaimRequest) (Tx, ClaimResult, error)
+}

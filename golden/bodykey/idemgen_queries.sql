@@ -1,52 +1,28 @@
--- name: Claim :one
--- Claim reads the record of a key and, when there is none, inserts a fresh
--- in-progress one, in one statement: a first request costs this and the
--- completion, a replay or a conflict this alone. The insert runs only when
--- the read found nothing; ON CONFLICT DO NOTHING covers a concurrent first
--- request that committed after this statement's snapshot was taken (it is
--- waited for), and then no row comes back: the caller asks again. acquired
--- tells which branch the row comes from. A record that exists but is not
--- live (expired, released, or in progress with an ended lease) comes back
--- with live false, for Acquire to take over.
--- A fresh row's epoch is the clock in microseconds, so that a row
--- re-created after Sweep deleted the key's previous one follows every epoch
--- that one handed out (its creation time plus one per claim after). It may
--- be swept lease + ttl from now (see Complete).
-WITH cur AS (
-    SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until, k.expires_at,
-           k.status, k.headers, k.body, k.tombstone
-    FROM subscription_keys k
-    WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
-), ins AS (
-    INSERT INTO subscription_keys (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at, sweep_at)
-    SELECT sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint)::bytea,
-           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (scope, principal, idem_key) DO NOTHING
-    RETURNING epoch
-)
-SELECT false AS acquired, cur.epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-       (cur.expires_at > statement_timestamp() AND (cur.state = 2 OR (cur.state = 1 AND cur.lease_until > statement_timestamp())))::boolean AS live,
-       (cur.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM cur.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-       cur.status, cur.headers, cur.body, cur.tombstone
-FROM cur
-UNION ALL
-SELECT true, ins.epoch, 1::smallint, '\x'::bytea, 0, false, true, 0::bigint, 0, '\x'::bytea, '\x'::bytea, false
-FROM ins;
+-- name: Lookup :one
+-- Lookup reads the record of a key with its liveness, measured on the
+-- database's clock: a plain primary-key read, so that a replay or a
+-- conflict costs the server what a SELECT does. It decides nothing on its
+-- own: a key it finds absent, expired, released, or in progress with an
+-- ended lease is claimed by Acquire, which re-checks under the row's lock.
+SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM subscription_keys k
+WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
 
 -- name: Acquire :one
--- Acquire takes over a record that Claim found expired, released, or in
--- progress with an ended lease, or claims a key whose record was swept
--- since, in one statement: ON CONFLICT ... DO UPDATE ... WHERE re-checks
--- those conditions on the row under its lock (a concurrent claimer is
--- waited for and the condition evaluated on the row it committed). No row
--- back means another attempt holds the key: Claim again. A takeover moves
--- the epoch on by one; a fresh row starts at the clock, as in Claim.
+-- Acquire claims a key that Lookup found absent, expired, released, or in
+-- progress with an ended lease, in one statement: ON CONFLICT ... DO
+-- UPDATE ... WHERE re-checks those conditions on the row under its lock (a
+-- concurrent claimer is waited for and the condition evaluated on the row
+-- it committed). No row back means another attempt holds the key: look it
+-- up again. A takeover moves the epoch on by one. A fresh row's epoch is
+-- the clock in microseconds, so that a row re-created after Sweep deleted
+-- the key's previous one follows every epoch that one handed out (its
+-- creation time plus one per claim after). It may be swept lease + ttl
+-- from now (see Complete).
 INSERT INTO subscription_keys AS t (
     scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
     lease_until, expires_at, sweep_at, status, headers, body, tombstone)
@@ -72,6 +48,52 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
 WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
 RETURNING t.epoch;
 
+-- name: ClaimTx :one
+-- ClaimTx claims a key inside the transaction of a transactional operation
+-- (BeginClaim), after Lookup found it absent or not live: the record it
+-- inserts or takes over stays uncommitted, invisible to other sessions,
+-- until the handler's writes and the completion commit with it. The
+-- transaction-scoped advisory lock on a 64-bit hash of the key, tried
+-- without waiting, tells a concurrent transactional attempt that the key
+-- is held (locked false: nothing was written) rather than making it wait
+-- on the uncommitted row. The upsert is Acquire's: no epoch back means
+-- another attempt's record is live. The transaction also gets
+-- idle_in_transaction_session_timeout = the lease: a client that vanished
+-- without closing its connection (a network partition) cannot hold the
+-- key past its lease, since the server then ends the session.
+WITH probe AS (
+    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked,
+           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
+), ins AS (
+    INSERT INTO subscription_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
+           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    FROM probe
+    WHERE probe.locked
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT probe.locked, probe.idle_timeout, ins.epoch
+FROM probe LEFT JOIN ins ON true;
+
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where
@@ -92,6 +114,29 @@ SET state = 2,
     sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: CompleteTx :one
+-- CompleteTx is Complete inside the transaction that holds the claim
+-- (BeginClaim), sent in one round trip with the COMMIT. The claim's row is
+-- this transaction's own, so it matches; were it not to, the division by
+-- zero fails the statement, the transaction aborts, and the COMMIT behind
+-- it rolls back instead: the handler's writes never commit without their
+-- record.
+WITH done AS (
+    UPDATE subscription_keys
+    SET state = 2,
+        status = sqlc.arg(status),
+        headers = sqlc.arg(headers),
+        body = sqlc.arg(body),
+        tombstone = sqlc.arg(tombstone),
+        lease_until = statement_timestamp(),
+        expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+        sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
+    WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+      AND epoch = sqlc.arg(epoch) AND state = 1
+    RETURNING 1
+)
+SELECT (1 / (SELECT count(*) FROM done))::integer AS completed;
 
 -- name: Release :execrows
 -- Release gives up the in-progress record held at epoch (state 3: claims

@@ -61,7 +61,7 @@ type Store struct {
 	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
-var _ idemrt.TxStore = (*Store)(nil)
+var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over db, whose schema must be applied (see
 // ApplySchema): it prepares its statements. It refuses a server or session that is
@@ -173,12 +173,36 @@ func checkFoundRows(ctx context.Context, db *sql.DB) error {
 // costs only that, and takes no lock); the claim itself is one atomic
 // upsert that re-checks everything under the row's lock.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
+	_, res, err := s.claim(ctx, req, false)
+	return res, err
+}
+
+// BeginClaim claims req's key inside a new transaction, in which the
+// handler's writes and the completion then commit with the record: one
+// commit per first request, and a rollback (or a crash, which closes the
+// connection) leaves no trace, so the key may run again at once. The read
+// comes first, as in Claim. A duplicate's claim waits on the uncommitted
+// record's unique-index lock: when the first attempt commits it reads the
+// result and replays it; when the wait ends first (innodb_lock_wait_timeout,
+// which a DSN may lower, e.g. innodb_lock_wait_timeout=1, or the store
+// bound) it is told InProgress.
+func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	tx, res, err := s.claim(ctx, req, true)
+	if tx == nil {
+		return nil, res, err
+	}
+	return tx, res, err
+}
+
+// claim is Claim, or with inTx BeginClaim: the upsert then runs in a new
+// transaction, returned open when it acquired the key.
+func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (*storeTx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
-		return idemrt.ClaimResult{}, err
+		return nil, idemrt.ClaimResult{}, err
 	}
 	token := make([]byte, 16)
 	if _, err := rand.Read(token); err != nil {
-		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim token: %w", err)
+		return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim token: %w", err)
 	}
 	arg := sqlcClaimParams{
 		Scope:              []byte(req.Scope),
@@ -190,14 +214,15 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		LeaseUs:            durationUnits(req.Lease, time.Microsecond),
 		TtlUs:              durationUnits(req.TTL, time.Microsecond),
 	}
+	busy := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
 	lookup := sqlcLookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey}
 	for range maxClaimAttempts {
 		cur, err := s.q.Lookup(ctx, lookup)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		if err == nil && cur.Unexpired && (cur.State == stateCompleted || (cur.State == stateInProgress && cur.LeaseRemainingUs > 0)) {
-			return record{
+			res, err := record{
 				state:              int64(cur.State),
 				epoch:              cur.Epoch,
 				fingerprint:        cur.Fingerprint,
@@ -208,25 +233,50 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				body:               cur.Body,
 				tombstone:          cur.Tombstone,
 			}.result()
+			return nil, res, err
 		}
-		res, err := s.q.Claim(ctx, arg)
+		q, tx := s.q, (*sql.Tx)(nil)
+		if inTx {
+			if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+				return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+			}
+			q = s.q.WithTx(tx)
+		}
+		// undo rolls the transaction back when the claim did not acquire.
+		undo := func() {
+			if tx != nil {
+				_ = tx.Rollback()
+			}
+		}
+		res, err := q.Claim(ctx, arg)
 		if isDeadlock(err) {
+			undo()
 			continue // InnoDB chose this upsert as a deadlock victim: nothing was written
 		}
+		if inTx && err != nil && (isLockWait(err) || ctx.Err() != nil) {
+			// Another attempt's uncommitted record held the key for as long
+			// as this one would wait.
+			undo()
+			return nil, busy, nil
+		}
 		if err != nil {
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+			undo()
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		affected, err := res.RowsAffected()
 		if err != nil {
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+			undo()
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		switch affected {
 		case 0: // another attempt made the record live since the read; read it
+			undo()
 			continue
 		case 1, 2: // 1 inserted; 2 an expired, released or lease-ended record was taken
 			id, err := res.LastInsertId()
 			if err != nil {
-				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+				undo()
+				return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 			}
 			if id/4 < 1 || (affected == 1) != (id%4 == 0) {
 				// The epoch's tag does not match the row count: the upsert
@@ -234,14 +284,27 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 				// assignments did not see each other: SIMULTANEOUS_ASSIGNMENT
 				// set after NewStore?), or the insert's epoch did not come
 				// back. Do not report a claim.
-				return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert changed the record but returned no new epoch (LAST_INSERT_ID() = %d, %d rows); is SIMULTANEOUS_ASSIGNMENT in sql_mode?", id, affected)
+				undo()
+				return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert changed the record but returned no new epoch (LAST_INSERT_ID() = %d, %d rows); is SIMULTANEOUS_ASSIGNMENT in sql_mode?", id, affected)
 			}
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 4, TakenOver: id%4 == 3}, nil
+			acquired := idemrt.ClaimResult{State: idemrt.Acquired, Epoch: id / 4, TakenOver: id%4 == 3}
+			if tx != nil {
+				return &storeTx{tx: tx, q: q}, acquired, nil
+			}
+			return nil, acquired, nil
 		default:
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert affected %d rows, want 0, 1 or 2", affected)
+			undo()
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert affected %d rows, want 0, 1 or 2", affected)
 		}
 	}
-	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// isLockWait reports error 1205: the lock wait ended at
+// innodb_lock_wait_timeout.
+func isLockWait(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1205
 }
 
 func isDeadlock(err error) bool {

@@ -46,7 +46,7 @@ type Store struct {
 	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
-var _ idemrt.TxStore = (*Store)(nil)
+var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over db, whose schema must be applied (see
 // ApplySchema): it prepares its statements. It switches the database to WAL mode
@@ -109,44 +109,12 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	lookup := sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key}
 	for range maxClaimAttempts {
-		takeover, readEpoch := false, int64(0)
-		row, err := s.q.Lookup(ctx, lookup)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case row.Live >= 0 || row.Live == liveCompleted || row.Live == liveTombstone:
-			rec := record{
-				state:              stateCompleted,
-				epoch:              row.Epoch,
-				fingerprint:        row.Fingerprint,
-				fingerprintVersion: row.FingerprintVersion,
-				status:             row.Status,
-				headers:            row.Headers,
-				body:               row.Body,
-				tombstone:          row.Live == liveTombstone,
-			}
-			if row.Live >= 0 {
-				rec.state, rec.leaseRemaining = stateInProgress, time.Duration(row.Live)*time.Millisecond
-			}
-			return rec.result()
-		case row.Live == liveTakeover:
-			takeover, readEpoch = true, row.Epoch
-		case row.Live == liveAbsent: // expired or released: claimed as if absent
-		default:
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return deref(live), err
 		}
-		epoch, err := s.q.Acquire(ctx, sqlcAcquireParams{
-			Scope:              req.Scope,
-			Principal:          req.PrincipalHash[:],
-			IdemKey:            req.Key,
-			Fingerprint:        req.Fingerprint[:],
-			FingerprintVersion: int64(req.FingerprintVersion),
-			LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-			TtlMs:              durationUnits(req.TTL, time.Millisecond),
-		})
+		epoch, err := s.q.Acquire(ctx, acquireParams(req))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // another attempt claimed the key since the read
 		}
@@ -158,6 +126,112 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
+	return sqlcAcquireParams{
+		Scope:              req.Scope,
+		Principal:          req.PrincipalHash[:],
+		IdemKey:            req.Key,
+		Fingerprint:        req.Fingerprint[:],
+		FingerprintVersion: int64(req.FingerprintVersion),
+		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
+		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+	}
+}
+
+// lookup reads the record of key: live is its result when it is live (a
+// replay or a conflict); otherwise takeover tells whether it is in progress
+// with an ended lease, at readEpoch.
+func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.ClaimResult, takeover bool, readEpoch int64, err error) {
+	row, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, false, 0, nil
+	case err != nil:
+		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
+	case row.Live >= 0 || row.Live == liveCompleted || row.Live == liveTombstone:
+		rec := record{
+			state:              stateCompleted,
+			epoch:              row.Epoch,
+			fingerprint:        row.Fingerprint,
+			fingerprintVersion: row.FingerprintVersion,
+			status:             row.Status,
+			headers:            row.Headers,
+			body:               row.Body,
+			tombstone:          row.Live == liveTombstone,
+		}
+		if row.Live >= 0 {
+			rec.state, rec.leaseRemaining = stateInProgress, time.Duration(row.Live)*time.Millisecond
+		}
+		res, err := rec.result()
+		return &res, false, 0, err
+	case row.Live == liveTakeover:
+		return nil, true, row.Epoch, nil
+	case row.Live == liveAbsent: // expired or released: claimed as if absent
+		return nil, false, 0, nil
+	}
+	return nil, false, 0, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
+}
+
+func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
+	if r == nil {
+		return idemrt.ClaimResult{}
+	}
+	return *r
+}
+
+// BeginClaim claims req's key inside a new transaction, in which the
+// handler's writes and the completion then commit with the record: one
+// commit per first request, and a rollback (or a crash) leaves no trace, so
+// the key may run again at once. The read comes first, as in Claim. The
+// transaction holds SQLite's single write lock from its first write (from
+// BEGIN with _txlock=immediate) to its end, so a duplicate waits for it
+// (busy_timeout) and then reads its outcome: the replay, or the key free
+// again after a rollback. A duplicate whose busy_timeout or context ends
+// first (the wrapper bounds each store call, Options.StoreTimeout) is told
+// InProgress.
+func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	if err := checkRecordKey(req.RecordKey); err != nil {
+		return nil, idemrt.ClaimResult{}, err
+	}
+	busy := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
+	for range maxClaimAttempts {
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return nil, deref(live), err
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			if isBusy(err) || ctx.Err() != nil {
+				// The write lock stayed taken for busy_timeout, or for as
+				// long as the caller would wait.
+				return nil, busy, nil
+			}
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		q := s.q.WithTx(tx)
+		epoch, err := q.Acquire(ctx, acquireParams(req))
+		if err != nil {
+			_ = tx.Rollback()
+		}
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // another attempt's record is live: read it
+		case err != nil && (isBusy(err) || ctx.Err() != nil):
+			return nil, busy, nil
+		case err != nil:
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+		}
+		return &storeTx{tx: tx, q: q}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+	}
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// isBusy reports SQLite's SQLITE_BUSY: the write lock was not free within
+// busy_timeout.
+func isBusy(err error) bool {
+	return strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked")
 }
 
 // Complete saves the result of the attempt holding c.Epoch.

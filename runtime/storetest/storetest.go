@@ -81,6 +81,12 @@ func Run(t *testing.T, newStore func(t *testing.T) idemrt.Store) {
 		{"TxCommitPersists", s.txCommit},
 		{"TxRollbackLeavesInProgress", s.txRollback},
 		{"TxFencedComplete", s.txFenced},
+		{"ClaimTxCommitsOnce", s.claimTxCommit},
+		{"ClaimTxRollbackLeavesNothing", s.claimTxRollback},
+		{"ClaimTxLiveRecordNoTx", s.claimTxLive},
+		{"ClaimTxTakeoverRollsBack", s.claimTxTakeover},
+		{"ClaimTxConcurrentNeverAcquires", s.claimTxConcurrent},
+		{"ClaimTxWrongEpochNeverCommits", s.claimTxWrongEpoch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -834,5 +840,195 @@ func (s *suite) epochsSurviveSweep(t *testing.T, st idemrt.Store) {
 	wantState(t, got, idemrt.Completed)
 	if got.Response == nil || got.Response.Status != 201 || string(got.Response.Body) != "B" {
 		t.Errorf("replay: %+v, want B's response", got.Response)
+	}
+}
+
+func claimTxStore(t *testing.T, st idemrt.Store) idemrt.ClaimTxStore {
+	t.Helper()
+	ts, ok := st.(idemrt.ClaimTxStore)
+	if !ok {
+		t.Skip("store does not implement ClaimTxStore")
+	}
+	return ts
+}
+
+// beginClaim calls BeginClaim and checks that the transaction comes with
+// Acquired and only with it.
+func beginClaim(t *testing.T, ts idemrt.ClaimTxStore, ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult) {
+	t.Helper()
+	tx, res, err := ts.BeginClaim(ctx, req)
+	if err != nil {
+		t.Fatalf("BeginClaim(%q): %v", req.Key, err)
+	}
+	if (tx != nil) != (res.State == idemrt.Acquired) {
+		t.Fatalf("BeginClaim(%q): state %v with transaction %v", req.Key, res.State, tx != nil)
+	}
+	return tx, res
+}
+
+// A claim in a transaction, completed and committed there: the record is
+// complete, and BeginClaim of it answers from the record, without a
+// transaction.
+func (s *suite) claimTxCommit(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	if res.Epoch <= 0 || res.TakenOver {
+		t.Errorf("new record: epoch %d, taken over %v", res.Epoch, res.TakenOver)
+	}
+	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("Tx.Complete: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	got := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, got, idemrt.Completed)
+	sameResponse(t, got.Response, sampleResponse())
+	_, again := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, again, idemrt.Completed)
+	sameResponse(t, again.Response, sampleResponse())
+}
+
+// A rolled-back claim leaves nothing: the next claim acquires a fresh
+// record at once (no lease to wait out, nothing taken over), and the
+// rolled-back attempt's epoch is fenced.
+func (s *suite) claimTxRollback(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("Tx.Complete: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	got := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, got, idemrt.Acquired)
+	if got.TakenOver {
+		t.Error("claim after a rolled-back claim reports TakenOver; nothing should be left")
+	}
+	complete(t, st, k, got.Epoch, sampleResponse(), longTTL)
+}
+
+// A committed live record (in progress or completed) is reported without a
+// transaction.
+func (s *suite) claimTxLive(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	res := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	_, got := beginClaim(t, ts, ctx, claimReq(k, fp("b"), longLease, longTTL))
+	wantState(t, got, idemrt.InProgress)
+	if got.Fingerprint != fp("a") || got.Epoch != res.Epoch {
+		t.Errorf("in progress: fingerprint %x epoch %d, want the record's (epoch %d)", got.Fingerprint[:4], got.Epoch, res.Epoch)
+	}
+}
+
+// A claim in a transaction may take over a record whose lease ended; a
+// rollback puts the record back as it was, so the next claim takes it over
+// again.
+func (s *suite) claimTxTakeover(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	first := mustClaim(t, st, claimReq(k, fp("a"), shortLease, longTTL))
+	wantState(t, first, idemrt.Acquired)
+	time.Sleep(shortLease + 150*time.Millisecond)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	if !res.TakenOver || res.Epoch != first.Epoch+1 {
+		t.Errorf("takeover in a transaction: epoch %d taken over %v, want %d and true", res.Epoch, res.TakenOver, first.Epoch+1)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	again := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, again, idemrt.Acquired)
+	if !again.TakenOver || again.Epoch != first.Epoch+1 {
+		t.Errorf("after the rolled-back takeover: epoch %d taken over %v, want %d and true", again.Epoch, again.TakenOver, first.Epoch+1)
+	}
+}
+
+// While one transaction holds a claim, a concurrent BeginClaim of the same
+// key never acquires it: it is told InProgress (at once, or when its wait
+// ends) or, if it waits for the first transaction, reads the completed
+// record.
+func (s *suite) claimTxConcurrent(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	type outcome struct {
+		tx  idemrt.Tx
+		res idemrt.ClaimResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		tx, res, err := ts.BeginClaim(wctx, claimReq(k, fp("a"), longLease, longTTL))
+		if tx != nil {
+			_ = tx.Rollback(ctx)
+		}
+		done <- outcome{tx, res, err}
+	}()
+	var early *outcome
+	select {
+	case o := <-done:
+		early = &o
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("Tx.Complete: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	o := early
+	if o == nil {
+		got := <-done
+		o = &got
+	}
+	if o.err != nil {
+		t.Fatalf("concurrent BeginClaim: %v", o.err)
+	}
+	if o.tx != nil || (o.res.State != idemrt.InProgress && o.res.State != idemrt.Completed) {
+		t.Fatalf("concurrent BeginClaim: %v (transaction %v), want InProgress or Completed", o.res.State, o.tx != nil)
+	}
+	wantState(t, mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL)), idemrt.Completed)
+}
+
+// A completion that does not match the claim (a wrong epoch) fails, in
+// Tx.Complete or at the latest in Commit, and nothing of the transaction
+// is committed: the next claim is fresh.
+func (s *suite) claimTxWrongEpoch(t *testing.T, st idemrt.Store) {
+	ts := claimTxStore(t, st)
+	ctx := context.Background()
+	k := s.key(t)
+	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, res, idemrt.Acquired)
+	err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch + 1, Response: sampleResponse(), TTL: longTTL})
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err == nil {
+		t.Fatal("a completion at the wrong epoch completed and committed")
+	}
+	_ = tx.Rollback(ctx)
+	got := mustClaim(t, st, claimReq(k, fp("a"), longLease, longTTL))
+	wantState(t, got, idemrt.Acquired)
+	if got.TakenOver {
+		t.Error("the failed transaction left a record behind")
 	}
 }

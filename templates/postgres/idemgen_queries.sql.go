@@ -7,6 +7,8 @@ package idemstore
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const acquire = `-- name: Acquire :one
@@ -46,13 +48,16 @@ type AcquireParams struct {
 	TtlMs              int64
 }
 
-// Acquire takes over a record that Claim found expired, released, or in
-// progress with an ended lease, or claims a key whose record was swept
-// since, in one statement: ON CONFLICT ... DO UPDATE ... WHERE re-checks
-// those conditions on the row under its lock (a concurrent claimer is
-// waited for and the condition evaluated on the row it committed). No row
-// back means another attempt holds the key: Claim again. A takeover moves
-// the epoch on by one; a fresh row starts at the clock, as in Claim.
+// Acquire claims a key that Lookup found absent, expired, released, or in
+// progress with an ended lease, in one statement: ON CONFLICT ... DO
+// UPDATE ... WHERE re-checks those conditions on the row under its lock (a
+// concurrent claimer is waited for and the condition evaluated on the row
+// it committed). No row back means another attempt holds the key: look it
+// up again. A takeover moves the epoch on by one. A fresh row's epoch is
+// the clock in microseconds, so that a row re-created after Sweep deleted
+// the key's previous one follows every epoch that one handed out (its
+// creation time plus one per claim after). It may be swept lease + ttl
+// from now (see Complete).
 func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error) {
 	row := q.db.QueryRow(ctx, acquire,
 		arg.Scope,
@@ -68,98 +73,83 @@ func (q *Queries) Acquire(ctx context.Context, arg AcquireParams) (int64, error)
 	return epoch, err
 }
 
-const claim = `-- name: Claim :one
-WITH cur AS (
-    SELECT k.state, k.epoch, k.fingerprint, k.fingerprint_version, k.lease_until, k.expires_at,
-           k.status, k.headers, k.body, k.tombstone
-    FROM idemgen_keys k
-    WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+const claimTx = `-- name: ClaimTx :one
+WITH probe AS (
+    SELECT pg_try_advisory_xact_lock($1::bigint) AS locked,
+           set_config('idle_in_transaction_session_timeout', $2::bigint::text, true) AS idle_timeout
 ), ins AS (
-    INSERT INTO idemgen_keys (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch, lease_until, expires_at, sweep_at)
-    SELECT $1, $2, $3, $4::bytea,
-           $5::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + $6::bigint * interval '1 millisecond',
-           statement_timestamp() + $7::bigint * interval '1 millisecond',
-           statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (scope, principal, idem_key) DO NOTHING
-    RETURNING epoch
+    INSERT INTO idemgen_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT $3::varchar, $4::bytea, $5::varchar, $6::bytea,
+           $7::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + $2::bigint * interval '1 millisecond',
+           statement_timestamp() + $8::bigint * interval '1 millisecond',
+           statement_timestamp() + ($2::bigint + $8::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    FROM probe
+    WHERE probe.locked
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
 )
-SELECT false AS acquired, cur.epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-       (cur.expires_at > statement_timestamp() AND (cur.state = 2 OR (cur.state = 1 AND cur.lease_until > statement_timestamp())))::boolean AS live,
-       (cur.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM cur.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-       cur.status, cur.headers, cur.body, cur.tombstone
-FROM cur
-UNION ALL
-SELECT true, ins.epoch, 1::smallint, '\x'::bytea, 0, false, true, 0::bigint, 0, '\x'::bytea, '\x'::bytea, false
-FROM ins
+SELECT probe.locked, probe.idle_timeout, ins.epoch
+FROM probe LEFT JOIN ins ON true
 `
 
-type ClaimParams struct {
+type ClaimTxParams struct {
+	LockKey            int64
+	LeaseMs            int64
 	Scope              string
 	Principal          []byte
 	IdemKey            string
 	Fingerprint        []byte
 	FingerprintVersion int32
-	LeaseMs            int64
 	TtlMs              int64
 }
 
-type ClaimRow struct {
-	Acquired           bool
-	Epoch              int64
-	State              int16
-	Fingerprint        []byte
-	FingerprintVersion int32
-	Live               bool
-	Unexpired          bool
-	LeaseRemainingMs   int64
-	Status             int32
-	Headers            []byte
-	Body               []byte
-	Tombstone          bool
+type ClaimTxRow struct {
+	Locked      bool
+	IdleTimeout string
+	Epoch       pgtype.Int8
 }
 
-// Claim reads the record of a key and, when there is none, inserts a fresh
-// in-progress one, in one statement: a first request costs this and the
-// completion, a replay or a conflict this alone. The insert runs only when
-// the read found nothing; ON CONFLICT DO NOTHING covers a concurrent first
-// request that committed after this statement's snapshot was taken (it is
-// waited for), and then no row comes back: the caller asks again. acquired
-// tells which branch the row comes from. A record that exists but is not
-// live (expired, released, or in progress with an ended lease) comes back
-// with live false, for Acquire to take over.
-// A fresh row's epoch is the clock in microseconds, so that a row
-// re-created after Sweep deleted the key's previous one follows every epoch
-// that one handed out (its creation time plus one per claim after). It may
-// be swept lease + ttl from now (see Complete).
-func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
-	row := q.db.QueryRow(ctx, claim,
+// ClaimTx claims a key inside the transaction of a transactional operation
+// (BeginClaim), after Lookup found it absent or not live: the record it
+// inserts or takes over stays uncommitted, invisible to other sessions,
+// until the handler's writes and the completion commit with it. The
+// transaction-scoped advisory lock on a 64-bit hash of the key, tried
+// without waiting, tells a concurrent transactional attempt that the key
+// is held (locked false: nothing was written) rather than making it wait
+// on the uncommitted row. The upsert is Acquire's: no epoch back means
+// another attempt's record is live. The transaction also gets
+// idle_in_transaction_session_timeout = the lease: a client that vanished
+// without closing its connection (a network partition) cannot hold the
+// key past its lease, since the server then ends the session.
+func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (ClaimTxRow, error) {
+	row := q.db.QueryRow(ctx, claimTx,
+		arg.LockKey,
+		arg.LeaseMs,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
 		arg.Fingerprint,
 		arg.FingerprintVersion,
-		arg.LeaseMs,
 		arg.TtlMs,
 	)
-	var i ClaimRow
-	err := row.Scan(
-		&i.Acquired,
-		&i.Epoch,
-		&i.State,
-		&i.Fingerprint,
-		&i.FingerprintVersion,
-		&i.Live,
-		&i.Unexpired,
-		&i.LeaseRemainingMs,
-		&i.Status,
-		&i.Headers,
-		&i.Body,
-		&i.Tombstone,
-	)
+	var i ClaimTxRow
+	err := row.Scan(&i.Locked, &i.IdleTimeout, &i.Epoch)
 	return i, err
 }
 
@@ -213,6 +203,113 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const completeTx = `-- name: CompleteTx :one
+WITH done AS (
+    UPDATE idemgen_keys
+    SET state = 2,
+        status = $1,
+        headers = $2,
+        body = $3,
+        tombstone = $4,
+        lease_until = statement_timestamp(),
+        expires_at = statement_timestamp() + $5::bigint * interval '1 millisecond',
+        sweep_at = GREATEST(sweep_at, statement_timestamp() + $5::bigint * interval '1 millisecond')
+    WHERE scope = $6 AND principal = $7 AND idem_key = $8
+      AND epoch = $9 AND state = 1
+    RETURNING 1
+)
+SELECT (1 / (SELECT count(*) FROM done))::integer AS completed
+`
+
+type CompleteTxParams struct {
+	Status    int32
+	Headers   []byte
+	Body      []byte
+	Tombstone bool
+	TtlMs     int64
+	Scope     string
+	Principal []byte
+	IdemKey   string
+	Epoch     int64
+}
+
+// CompleteTx is Complete inside the transaction that holds the claim
+// (BeginClaim), sent in one round trip with the COMMIT. The claim's row is
+// this transaction's own, so it matches; were it not to, the division by
+// zero fails the statement, the transaction aborts, and the COMMIT behind
+// it rolls back instead: the handler's writes never commit without their
+// record.
+func (q *Queries) CompleteTx(ctx context.Context, arg CompleteTxParams) (int32, error) {
+	row := q.db.QueryRow(ctx, completeTx,
+		arg.Status,
+		arg.Headers,
+		arg.Body,
+		arg.Tombstone,
+		arg.TtlMs,
+		arg.Scope,
+		arg.Principal,
+		arg.IdemKey,
+		arg.Epoch,
+	)
+	var completed int32
+	err := row.Scan(&completed)
+	return completed, err
+}
+
+const lookup = `-- name: Lookup :one
+SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idemgen_keys k
+WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+`
+
+type LookupParams struct {
+	Scope     string
+	Principal []byte
+	IdemKey   string
+}
+
+type LookupRow struct {
+	Epoch              int64
+	State              int16
+	Fingerprint        []byte
+	FingerprintVersion int32
+	Live               bool
+	Unexpired          bool
+	LeaseRemainingMs   int64
+	Status             int32
+	Headers            []byte
+	Body               []byte
+	Tombstone          bool
+}
+
+// Lookup reads the record of a key with its liveness, measured on the
+// database's clock: a plain primary-key read, so that a replay or a
+// conflict costs the server what a SELECT does. It decides nothing on its
+// own: a key it finds absent, expired, released, or in progress with an
+// ended lease is claimed by Acquire, which re-checks under the row's lock.
+func (q *Queries) Lookup(ctx context.Context, arg LookupParams) (LookupRow, error) {
+	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
+	var i LookupRow
+	err := row.Scan(
+		&i.Epoch,
+		&i.State,
+		&i.Fingerprint,
+		&i.FingerprintVersion,
+		&i.Live,
+		&i.Unexpired,
+		&i.LeaseRemainingMs,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.Tombstone,
+	)
+	return i, err
 }
 
 const markProcessed = `-- name: MarkProcessed :execrows

@@ -44,6 +44,10 @@ type Backend struct {
 	// until release is called. Nil where the database has one writer
 	// (SQLite).
 	Hold func(ctx context.Context, n int) (release func(), err error)
+	// DuplicateWaits is set when a duplicate of a transactional attempt
+	// waits for the attempt's transaction to end (SQLite: its single write
+	// lock) instead of being told at once that the key is in progress.
+	DuplicateWaits bool
 }
 
 // Lease is the lease of the fault tests' policy: long enough for a
@@ -165,13 +169,27 @@ const StormLease = 60 * time.Second
 // and checks that the handler ran once, that every other request got 409
 // or the replay, and that one effect row exists.
 func Storm(t *testing.T, b *Backend, stores []idemrt.Store, n int) {
+	storm(t, b, stores, n, false, 0)
+}
+
+// StormTransactional is Storm on a transactional operation, answered at
+// once (409) and, with wait, in wait mode, where every duplicate must get
+// the replay.
+func StormTransactional(t *testing.T, b *Backend, stores []idemrt.Store, n int) {
+	t.Run("NoWait", func(t *testing.T) { storm(t, b, stores, n, true, 0) })
+	t.Run("Wait", func(t *testing.T) { storm(t, b, stores, n, true, 10*time.Second) })
+}
+
+func storm(t *testing.T, b *Backend, stores []idemrt.Store, n int, transactional bool, wait time.Duration) {
 	key := UniqueKey(t, "storm")
 	var runs atomic.Int64
 	var storeErrs sync.Map
 	hooks := idemrt.Hooks{StoreError: func(_ context.Context, e idemrt.Event) { storeErrs.Store(e.Err.Error(), true) }}
 	handlers := make([]http.Handler, len(stores))
 	for i, st := range stores {
-		h, err := idemrt.Wrap(idemrt.Options{Store: st, Hooks: hooks}, policy(false, StormLease), Handler(b, "storm", &runs, func(*http.Request) { time.Sleep(50 * time.Millisecond) }))
+		p := policy(transactional, StormLease)
+		p.Wait = wait
+		h, err := idemrt.Wrap(idemrt.Options{Store: st, Hooks: hooks}, p, Handler(b, "storm", &runs, func(*http.Request) { time.Sleep(50 * time.Millisecond) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,6 +235,9 @@ func Storm(t *testing.T, b *Backend, stores []idemrt.Store, n int) {
 	}
 	if counts[http.StatusCreated]+counts[http.StatusConflict] != n {
 		t.Errorf("statuses %v: want only 201 and 409", counts)
+	}
+	if wait > 0 && counts[http.StatusCreated] != n {
+		t.Errorf("statuses %v in wait mode: want every request 201", counts)
 	}
 	if got := effects(t, b, key); got != 1 {
 		t.Errorf("%d effect rows, want 1", got)
@@ -426,7 +447,13 @@ func ChildMain(mode string, b *Backend) int {
 	hooks := idemrt.Hooks{Fenced: func(context.Context, idemrt.Event) { fenced.Store(true) }}
 	stdin := bufio.NewReader(os.Stdin)
 	var runs atomic.Int64
-	h, err := idemrt.Wrap(idemrt.Options{Store: b.Store, Hooks: hooks}, Policy(mode == "tx-hang"), Handler(b, "child", &runs, func(*http.Request) {
+	p := Policy(mode == "tx-hang")
+	if _, ok := b.Store.(idemrt.ClaimTxStore); ok && mode == "tx-hang" {
+		// A lease far longer than CrashTransactional waits: the retry
+		// after the kill must not depend on it.
+		p.Lease = StormLease
+	}
+	h, err := idemrt.Wrap(idemrt.Options{Store: b.Store, Hooks: hooks}, p, Handler(b, "child", &runs, func(*http.Request) {
 		fmt.Println("IN_HANDLER")
 		stdin.ReadString('\n')
 	}))
@@ -531,6 +558,11 @@ func CrashTransactional(t *testing.T, b *Backend, start func(t *testing.T, mode,
 	if got := effects(t, b, key); got != 0 {
 		t.Errorf("the child's uncommitted write is visible: %d rows", got)
 	}
+	if _, ok := b.Store.(idemrt.ClaimTxStore); ok && !b.DuplicateWaits {
+		// The child's record is not committed: a duplicate learns of it
+		// through the database's locking, at once.
+		wantStatus(t, Do(h, key), http.StatusConflict, "duplicate while the child is in its handler")
+	}
 	if err := child.kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -539,12 +571,21 @@ func CrashTransactional(t *testing.T, b *Backend, start func(t *testing.T, mode,
 	if got := effects(t, b, key); got != 0 {
 		t.Fatalf("the killed child's write is visible: %d rows", got)
 	}
-	if w := Do(h, key); w.Code != http.StatusConflict {
-		t.Errorf("retry during the dead child's lease: %d, want 409", w.Code)
+	if _, ok := b.Store.(idemrt.ClaimTxStore); ok {
+		// The claim was in the child's transaction, which died with it:
+		// no lease to wait out (the child's is a minute). The retry runs
+		// as soon as the database has seen the connection drop.
+		w := retryUntil(t, h, key, 10*time.Second)
+		wantStatus(t, w, http.StatusCreated, "retry right after the kill")
+		t.Logf("retry ran %v after the kill", time.Since(killedAt).Round(time.Millisecond))
+	} else {
+		if w := Do(h, key); w.Code != http.StatusConflict {
+			t.Errorf("retry during the dead child's lease: %d, want 409", w.Code)
+		}
+		w := retryUntil(t, h, key, 10*time.Second)
+		wantStatus(t, w, http.StatusCreated, "retry after the lease")
+		t.Logf("key taken over %v after the kill", time.Since(killedAt).Round(10*time.Millisecond))
 	}
-	w := retryUntil(t, h, key, 10*time.Second)
-	wantStatus(t, w, http.StatusCreated, "retry after the lease")
-	t.Logf("key taken over %v after the kill", time.Since(killedAt).Round(10*time.Millisecond))
 	if runs.Load() != 1 || effects(t, b, key) != 1 {
 		t.Errorf("after the takeover: %d runs, %d effect rows; want 1, 1", runs.Load(), effects(t, b, key))
 	}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"database/sql"
+	"testing"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -55,6 +56,43 @@ func SQLBackend(st idemrt.TxStore, conn *sql.DB,
 		Records: func(ctx context.Context) (n int, err error) {
 			err = conn.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
 			return n, err
+		},
+	}
+}
+
+// SQLHTTPBackend creates the table "plain (id idType PRIMARY KEY, body
+// bodyType)" on conn and returns the HTTPBackend of a database/sql store
+// over it; txFrom is the store package's generated TxFromContext. Its
+// statements are prepared once, as the stores' are (without that,
+// go-sql-driver/mysql makes each query with arguments three round trips:
+// prepare, execute, close).
+func SQLHTTPBackend(b testing.TB, st idemrt.TxStore, conn *sql.DB, txFrom func(context.Context) (*sql.Tx, bool), idType, bodyType string) HTTPBackend {
+	b.Helper()
+	if _, err := conn.Exec("CREATE TABLE plain (id " + idType + " PRIMARY KEY, body " + bodyType + " NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	insert, err := conn.Prepare("INSERT INTO plain (id, body) VALUES (?, ?)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	get, err := conn.Prepare("SELECT body FROM plain WHERE id = ?")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { insert.Close(); get.Close() })
+	return HTTPBackend{
+		Store: st,
+		Insert: func(ctx context.Context, id string, body []byte) error {
+			if tx, ok := txFrom(ctx); ok {
+				_, err := tx.StmtContext(ctx, insert).ExecContext(ctx, id, body)
+				return err
+			}
+			_, err := insert.ExecContext(ctx, id, body)
+			return err
+		},
+		Get: func(ctx context.Context, id string) (body []byte, err error) {
+			err = get.QueryRowContext(ctx, id).Scan(&body)
+			return body, err
 		},
 	}
 }

@@ -65,6 +65,31 @@ func TestDuplicateStorm(t *testing.T) {
 	harness.Storm(t, db.backend(t, nil), stores, 200)
 }
 
+// TestDuplicateStormTransactional: the same storm on a transactional
+// operation. Duplicates wait on the first attempt's uncommitted record
+// (innodb_lock_wait_timeout=1 in the DSN bounds the wait), then replay or
+// are told 409.
+func TestDuplicateStormTransactional(t *testing.T) {
+	db := newTestDB(t)
+	lockWait := func(c *mysql.Config) {
+		if c.Params == nil {
+			c.Params = map[string]string{}
+		}
+		c.Params["innodb_lock_wait_timeout"] = "1"
+	}
+	var stores []idemrt.Store
+	for range 4 {
+		conn := db.open(t, lockWait)
+		conn.SetMaxOpenConns(20)
+		st, err := NewStore(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
+	}
+	harness.StormTransactional(t, db.backend(t, lockWait), stores, 200)
+}
+
 func TestDuplicateStormProcesses(t *testing.T) {
 	db := newTestDB(t)
 	harness.StormProcesses(t, db.backend(t, nil), db.starter(), 8)

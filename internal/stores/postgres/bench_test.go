@@ -107,3 +107,38 @@ func BenchmarkSweepers(b *testing.B) {
 	}
 	harness.SweepThroughput(b, stores, 20000, 500)
 }
+
+// BenchmarkHTTP measures what users pay, through a real net/http server on
+// 127.0.0.1 with 16 clients (see harness.HTTPRatios): a handler inserting
+// one row, bare and protected in both modes, and a bare primary-key GET
+// against replays; the pool has 16 connections.
+//
+//	go test ./internal/stores/postgres -run '^$' -bench HTTP -benchtime 1x -count 3
+func BenchmarkHTTP(b *testing.B) {
+	db := newTestDB(b)
+	pool := db.pool(b, func(c *pgxpool.Config) { c.MaxConns = harness.Clients })
+	ctx := context.Background()
+	st, err := NewStore(ctx, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	const insert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
+	harness.HTTPRatios(b, harness.HTTPBackend{
+		Store: st,
+		Insert: func(ctx context.Context, id string, body []byte) error {
+			if tx, ok := TxFromContext(ctx); ok {
+				_, err := tx.Exec(ctx, insert, id, body)
+				return err
+			}
+			_, err := pool.Exec(ctx, insert, id, body)
+			return err
+		},
+		Get: func(ctx context.Context, id string) (body []byte, err error) {
+			err = pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&body)
+			return body, err
+		},
+	})
+}

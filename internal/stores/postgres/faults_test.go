@@ -94,6 +94,20 @@ func TestDuplicateStorm(t *testing.T) {
 	harness.Storm(t, b, stores, 200)
 }
 
+// TestDuplicateStormTransactional: the same storm on a transactional
+// operation, whose record stays uncommitted until the handler's writes
+// commit with it: duplicates learn of it through the advisory lock (409 at
+// once) or, in wait mode, poll until it commits and replay.
+func TestDuplicateStormTransactional(t *testing.T) {
+	db := newTestDB(t)
+	b := db.backend(t, nil)
+	var stores []idemrt.Store
+	for range 4 {
+		stores = append(stores, db.backend(t, func(c *pgxpool.Config) { c.MaxConns = 12 }).Store)
+	}
+	harness.StormTransactional(t, b, stores, 200)
+}
+
 func TestDuplicateStormProcesses(t *testing.T) {
 	db := newTestDB(t)
 	harness.StormProcesses(t, db.backend(t, nil), db.starter(), 8)

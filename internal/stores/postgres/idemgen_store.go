@@ -4,7 +4,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -55,7 +57,7 @@ type Store struct {
 	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
-var _ idemrt.TxStore = (*Store)(nil)
+var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
@@ -81,17 +83,16 @@ func checkPrimary(inRecovery, readOnly bool) error {
 	return nil
 }
 
-// Claim reports the live record of req's key, or claims the key. One
-// statement reads the record and, when there is none, inserts the claim
-// (the common first request: one round trip before the handler runs); a
-// record that is there but not live is taken over by a second statement,
-// an upsert that re-checks everything under the row's lock, so the read
+// Claim reports the live record of req's key, or claims the key. A plain
+// primary-key read comes first, so that a replay or a conflict is one
+// read; a key that is absent or whose record is not live is claimed by an
+// upsert that re-checks everything under the row's lock, so the read
 // decides nothing on its own.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	claim := sqlcClaimParams{
+	acquire := sqlcAcquireParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
@@ -101,42 +102,125 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
-		cur, err := s.q.Claim(ctx, claim)
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return deref(live), err
+		}
+		epoch, err := s.q.Acquire(ctx, acquire)
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // a concurrent first request inserted the key after our snapshot
-		}
-		if err != nil {
-			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		}
-		if cur.Acquired {
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: cur.Epoch}, nil
-		}
-		if cur.Live {
-			return record{
-				state:              int64(cur.State),
-				epoch:              cur.Epoch,
-				fingerprint:        cur.Fingerprint,
-				fingerprintVersion: int64(cur.FingerprintVersion),
-				leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
-				status:             int64(cur.Status),
-				headers:            cur.Headers,
-				body:               cur.Body,
-				tombstone:          cur.Tombstone,
-			}.result()
-		}
-		epoch, err := s.q.Acquire(ctx, sqlcAcquireParams(claim))
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // another attempt took the record over since the read
+			continue // another attempt claimed the key since the read
 		}
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
 		// A takeover of the record read moves its epoch on by one; a fresh
 		// row (the record was swept since the read) starts at the clock.
-		takenOver := cur.Unexpired && cur.State == stateInProgress && epoch == cur.Epoch+1
-		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takenOver}, nil
+		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// lookup reads the record of key: live is its result when it is live (a
+// replay or a conflict); otherwise takeover tells whether it is in progress
+// with an ended lease, at readEpoch.
+func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.ClaimResult, takeover bool, readEpoch int64, err error) {
+	cur, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, false, 0, nil
+	case err != nil:
+		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
+	case cur.Live:
+		res, err := record{
+			state:              int64(cur.State),
+			epoch:              cur.Epoch,
+			fingerprint:        cur.Fingerprint,
+			fingerprintVersion: int64(cur.FingerprintVersion),
+			leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+			status:             int64(cur.Status),
+			headers:            cur.Headers,
+			body:               cur.Body,
+			tombstone:          cur.Tombstone,
+		}.result()
+		return &res, false, 0, err
+	}
+	return nil, cur.Unexpired && cur.State == stateInProgress, cur.Epoch, nil
+}
+
+func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
+	if r == nil {
+		return idemrt.ClaimResult{}
+	}
+	return *r
+}
+
+// BeginClaim claims req's key inside a new transaction, in which the
+// handler's writes and the completion then commit with the record: one
+// commit per first request, and a rollback (or a crash) leaves no trace, so
+// the key may run again at once. A plain read comes first, as in Claim, so
+// that a replay or a conflict with a committed record costs one read and
+// no transaction. A concurrent transactional attempt holding the key (its
+// record not committed yet) is reported InProgress at once, through a
+// transaction-scoped advisory lock on a hash of the key tried without
+// waiting (a hash collision with another key held at that moment also
+// reads as InProgress: the client retries).
+func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	if err := checkRecordKey(req.RecordKey); err != nil {
+		return nil, idemrt.ClaimResult{}, err
+	}
+	claim := sqlcClaimTxParams{
+		LockKey:            lockKey(req.RecordKey),
+		Scope:              req.Scope,
+		Principal:          req.PrincipalHash[:],
+		IdemKey:            req.Key,
+		Fingerprint:        req.Fingerprint[:],
+		FingerprintVersion: int32(req.FingerprintVersion),
+		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
+		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+	}
+	for range maxClaimAttempts {
+		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || live != nil {
+			return nil, deref(live), err
+		}
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			conn.Release()
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		row, err := sqlcNew(tx).ClaimTx(ctx, claim)
+		if err != nil || !row.Locked || !row.Epoch.Valid {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			conn.Release()
+		}
+		switch {
+		case err != nil:
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+		case !row.Locked:
+			return nil, idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, nil
+		case !row.Epoch.Valid:
+			continue // another attempt's record is live: read it
+		}
+		epoch := row.Epoch.Int64
+		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+	}
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// lockKey is the advisory lock of a key: the first 8 bytes of SHA-256 over
+// scope, principal hash and key.
+func lockKey(k idemrt.RecordKey) int64 {
+	h := sha256.New()
+	h.Write([]byte(k.Scope))
+	h.Write([]byte{0})
+	h.Write(k.PrincipalHash[:])
+	h.Write([]byte(k.Key))
+	var sum [sha256.Size]byte
+	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])))
 }
 
 // Complete saves the result of the attempt holding c.Epoch.
@@ -229,6 +313,89 @@ func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
 func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
 
 func (t *storeTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+// claimedTx is the transaction of BeginClaim. It holds the claim's record,
+// which no other session can change until it ends, so its completion is
+// sent with the COMMIT, in one round trip (CompleteTx fails, and the COMMIT
+// then rolls back, should the record not match).
+type claimedTx struct {
+	conn    *pgxpool.Conn
+	tx      pgx.Tx
+	pending *sqlcCompleteTxParams
+	done    bool
+}
+
+func (t *claimedTx) Handle() any { return t.tx }
+
+// Complete checks the completion and keeps it for Commit.
+func (t *claimedTx) Complete(ctx context.Context, c idemrt.Completion) error {
+	cp, err := completionOf(c)
+	if err != nil {
+		return err
+	}
+	t.pending = &sqlcCompleteTxParams{
+		Status:    cp.status,
+		Headers:   cp.headers,
+		Body:      cp.body,
+		Tombstone: cp.tombstone,
+		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Scope:     c.Scope,
+		Principal: c.PrincipalHash[:],
+		IdemKey:   c.Key,
+		Epoch:     c.Epoch,
+	}
+	return nil
+}
+
+// Commit sends the completion and the COMMIT together, and returns the
+// connection to the pool once the server has committed.
+func (t *claimedTx) Commit(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	if t.pending == nil {
+		t.done = true
+		err := t.tx.Commit(ctx)
+		t.conn.Release()
+		return err
+	}
+	p := t.pending
+	b := &pgx.Batch{}
+	b.Queue(completeTx, p.Status, p.Headers, p.Body, p.Tombstone, p.TtlMs, p.Scope, p.Principal, p.IdemKey, p.Epoch)
+	b.Queue("commit")
+	br := t.tx.SendBatch(ctx, b)
+	var completed int32
+	err := br.QueryRow().Scan(&completed)
+	tag, cerr := br.Exec()
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() != "COMMIT" {
+		err = errors.New("the server rolled the transaction back")
+	}
+	if err != nil {
+		// Whatever the server did not commit is rolled back (a no-op on a
+		// connection that broke; the pool then drops it).
+		_ = t.Rollback(context.WithoutCancel(ctx))
+		return fmt.Errorf("idempotency store: complete and commit: %w", err)
+	}
+	t.done = true
+	t.conn.Release()
+	return nil
+}
+
+func (t *claimedTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	err := t.tx.Rollback(ctx)
+	t.conn.Release()
+	return err
+}
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency

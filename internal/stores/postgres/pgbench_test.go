@@ -29,7 +29,8 @@ func TestPgbenchScripts(t *testing.T) {
 		}
 		return q[i : i+j+len(to)]
 	}
-	claim := between("WITH cur AS (", "FROM ins;")
+	lookup := between("SELECT k.epoch, k.state", ";")
+	acquire := between("INSERT INTO idempotency_keys AS t", ";")
 	complete := between("UPDATE idempotency_keys\nSET state = 2", ";")
 	args := func(key string) *strings.Replacer {
 		return strings.NewReplacer(
@@ -50,10 +51,11 @@ func TestPgbenchScripts(t *testing.T) {
 	const header = "-- Generated from ../../idemgen_queries.sql with literal arguments by\n-- TestPgbenchScripts (go test ./internal/stores/postgres -run Pgbench -update).\n"
 	newKey := "(:client_id || '-' || :r)"
 	want := map[string]string{
-		"replay.sql": header + "-- A replay: the store's Claim statement on a completed key.\n\\set k random(0, 999)\n" +
-			args("'replay-' || :k").Replace(claim) + "\n",
-		"newkey.sql": header + "-- A first request: the store's Claim statement on a new key, then its\n-- completion (the handler in between costs nothing here).\n\\set r random(1, 1000000000000)\n" +
-			strings.TrimSuffix(args(newKey).Replace(claim), ";") + "\n\\gset\n" + args(newKey).Replace(complete) + "\n",
+		"replay.sql": header + "-- A replay: the store's Lookup statement on a completed key.\n\\set k random(0, 999)\n" +
+			args("'replay-' || :k").Replace(lookup) + "\n",
+		"newkey.sql": header + "-- A first request: the store's Lookup, then its Acquire on a new key, then\n-- its completion (the handler in between costs nothing here).\n\\set r random(1, 1000000000000)\n" +
+			args(newKey).Replace(lookup) + "\n" +
+			strings.TrimSuffix(args(newKey).Replace(acquire), ";") + "\n\\gset\n" + args(newKey).Replace(complete) + "\n",
 	}
 	for name, w := range want {
 		if strings.Contains(w, "sqlc.arg") {

@@ -60,3 +60,21 @@ func benchSetup(b *testing.B) (idemrt.Store, harness.Baseline) {
 		Rows:      rows,
 	}
 }
+
+// BenchmarkHTTP measures what users pay, through a real net/http server on
+// 127.0.0.1 with 16 clients (see harness.HTTPRatios); one handle of 16
+// connections, WAL.
+//
+//	go test ./internal/stores/sqlite -run '^$' -bench HTTP -benchtime 1x -count 3
+func BenchmarkHTTP(b *testing.B) {
+	db := newTestDB(b)
+	conn := db.open(b)
+	conn.SetMaxOpenConns(harness.Clients)
+	conn.SetMaxIdleConns(harness.Clients)
+	ctx := context.Background()
+	st, err := NewStore(ctx, conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	harness.HTTPRatios(b, harness.SQLHTTPBackend(b, st, conn, TxFromContext, "TEXT", "BLOB"))
+}

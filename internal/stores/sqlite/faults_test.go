@@ -19,7 +19,9 @@ func newBackend(ctx context.Context, conn *sql.DB, opts ...Option) (*harness.Bac
 	if err != nil {
 		return nil, err
 	}
-	return harness.SQLBackend(st, conn, TxFromContext, MarkProcessed), nil
+	b := harness.SQLBackend(st, conn, TxFromContext, MarkProcessed)
+	b.DuplicateWaits = true // on SQLite's write lock
+	return b, nil
 }
 
 func (db *testDB) backend(t testing.TB) *harness.Backend {
@@ -45,6 +47,24 @@ func TestDuplicateStorm(t *testing.T) {
 		stores = append(stores, st)
 	}
 	harness.Storm(t, db.backend(t), stores, 200)
+}
+
+// TestDuplicateStormTransactional: the same storm on a transactional
+// operation. The first attempt's transaction holds the write lock through
+// its handler; every duplicate waits for it (busy_timeout) and replays.
+func TestDuplicateStormTransactional(t *testing.T) {
+	db := newTestDB(t)
+	var stores []idemrt.Store
+	for range 200 {
+		conn := db.open(t)
+		conn.SetMaxOpenConns(1)
+		st, err := NewStore(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
+	}
+	harness.StormTransactional(t, db.backend(t), stores, 200)
 }
 
 func TestDuplicateStormProcesses(t *testing.T) {

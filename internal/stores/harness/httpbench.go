@@ -1,0 +1,237 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// HTTPBackend is what a dialect gives HTTPRatios: its store and one table
+// "plain (id, body)" on the same database.
+type HTTPBackend struct {
+	Store idemrt.TxStore
+	// Insert writes the row id: through the request's transaction (the
+	// generated typed TxFromContext) when ctx carries one, else on its own.
+	Insert func(ctx context.Context, id string, body []byte) error
+	// Get reads the row id by its primary key.
+	Get func(ctx context.Context, id string) ([]byte, error)
+}
+
+// httpRows is how many rows the bare GET cycles through, and how many
+// completed keys the replays cycle through.
+const httpRows = 1000
+
+// httpBody is the handlers' answer, and what the rows hold.
+var httpBody = []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
+
+// httpCase is one side of a ratio: a request the clients send, as a
+// function of the call's sequence number.
+type httpCase struct {
+	name string
+	send func(c *http.Client, i int64) error
+	n    int64
+	// rounds holds the count of each round.
+	rounds []int64
+}
+
+// HTTPRatios measures what users pay: a real net/http server on
+// 127.0.0.1 whose handler inserts one row, bare and protected (both
+// modes), a bare primary-key GET of one row against replays of completed
+// keys, and a bare no-op POST against replays from the in-memory store.
+// 16 clients (keep-alive connections) send each case for 250 ms in turn,
+// 8 rounds per b.N, so that a change of load on a shared machine hits both
+// sides of a ratio alike. It reports each case's requests per second, the
+// ratios, and the 1-minute load average before and after (load1-start,
+// load1-end).
+func HTTPRatios(b *testing.B, hb HTTPBackend) {
+	load0 := loadAverage()
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if err := hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(httpBody)
+	}
+	noop := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(httpBody)
+	}
+	wrap := func(st idemrt.Store, route string, transactional bool, h http.HandlerFunc) http.Handler {
+		p := policy(transactional, time.Minute)
+		p.Route = route
+		p.OperationID = strings.ReplaceAll(route, "/", "_")
+		w, err := idemrt.Wrap(idemrt.Options{Store: st}, p, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return w
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /bare", handler)
+	mux.Handle("POST /charges", wrap(hb.Store, "/charges", false, handler))
+	mux.Handle("POST /tx/charges", wrap(hb.Store, "/tx/charges", true, handler))
+	mux.HandleFunc("GET /rows/{id}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := hb.Get(r.Context(), r.PathValue("id"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	mux.HandleFunc("POST /noop", noop)
+	mux.Handle("POST /mem/charges", wrap(idemrt.NewMemoryStore(), "/mem/charges", false, noop))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: Clients, MaxIdleConnsPerHost: Clients, MaxConnsPerHost: Clients,
+		DisableCompression: true,
+	}}
+	defer client.CloseIdleConnections()
+	post := func(c *http.Client, path, key string, want int) error {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(requestJSON))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		return do(c, req, want)
+	}
+	run := fmt.Sprintf("r%d", time.Now().UnixNano())
+	rowID := func(i int64) string { return fmt.Sprintf("%s-row-%d", run, i%httpRows) }
+	replayKey := func(i int64) string { return fmt.Sprintf("%s-replay-%d", run, i%httpRows) }
+	ctx := context.Background()
+	for i := range int64(httpRows) {
+		if err := hb.Insert(ctx, rowID(i), httpBody); err != nil {
+			b.Fatal(err)
+		}
+		if err := post(client, "/charges", replayKey(i), http.StatusCreated); err != nil {
+			b.Fatal(err)
+		}
+		if err := post(client, "/mem/charges", replayKey(i), http.StatusCreated); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cases := []*httpCase{
+		{name: "insert", send: func(c *http.Client, _ int64) error { return post(c, "/bare", NewKey(), http.StatusCreated) }},
+		{name: "newkey", send: func(c *http.Client, _ int64) error { return post(c, "/charges", NewKey(), http.StatusCreated) }},
+		{name: "newkey-tx", send: func(c *http.Client, _ int64) error { return post(c, "/tx/charges", NewKey(), http.StatusCreated) }},
+		{name: "get", send: func(c *http.Client, i int64) error {
+			req, err := http.NewRequest(http.MethodGet, srv.URL+"/rows/"+rowID(i), nil)
+			if err != nil {
+				return err
+			}
+			return do(c, req, http.StatusOK)
+		}},
+		{name: "replay", send: func(c *http.Client, i int64) error { return post(c, "/charges", replayKey(i), http.StatusCreated) }},
+		{name: "noop", send: func(c *http.Client, _ int64) error { return post(c, "/noop", NewKey(), http.StatusCreated) }},
+		{name: "mem-replay", send: func(c *http.Client, i int64) error {
+			return post(c, "/mem/charges", replayKey(i), http.StatusCreated)
+		}},
+	}
+	const slice = 250 * time.Millisecond
+	var elapsed time.Duration
+	b.ResetTimer()
+	for range b.N * 8 {
+		for _, c := range cases {
+			n := httpPhase(b, slice, client, c.send)
+			c.n += n
+			c.rounds = append(c.rounds, n)
+		}
+		elapsed += slice
+	}
+	b.StopTimer()
+	s := elapsed.Seconds()
+	rate := map[string]float64{}
+	for _, c := range cases {
+		rate[c.name] = float64(c.n) / s
+		b.ReportMetric(rate[c.name], c.name+"/s")
+	}
+	byName := map[string]*httpCase{}
+	for _, c := range cases {
+		byName[c.name] = c
+	}
+	// Each ratio over the whole run, and its median over the rounds: a
+	// load burst that hits one slice moves the median least.
+	for _, r := range [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"}, {"mem-replay", "noop"}} {
+		num, den := byName[r[0]], byName[r[1]]
+		b.ReportMetric(rate[r[0]]/rate[r[1]], r[0]+"/"+r[1])
+		per := make([]float64, len(num.rounds))
+		for i := range per {
+			per[i] = float64(num.rounds[i]) / float64(max(den.rounds[i], 1))
+		}
+		slices.Sort(per)
+		b.ReportMetric(per[len(per)/2], "med-"+r[0]+"/"+r[1])
+	}
+	b.ReportMetric(load0, "load1-start")
+	b.ReportMetric(loadAverage(), "load1-end")
+}
+
+// do sends req and requires status want, reading the whole body so that
+// the connection is reused.
+func do(c *http.Client, req *http.Request, want int) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d: %.200s", req.Method, req.URL.Path, resp.StatusCode, buf.Bytes())
+	}
+	return nil
+}
+
+// httpPhase runs send from Clients goroutines for d and returns how many
+// requests completed.
+func httpPhase(b *testing.B, d time.Duration, c *http.Client, send func(*http.Client, int64) error) int64 {
+	var n, done atomic.Int64
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if err := send(c, n.Add(1)); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return done.Load()
+}
+
+// loadAverage is the 1-minute load average (Linux), or 0.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	v, _ := strconv.ParseFloat(f, 64)
+	return v
+}
