@@ -245,6 +245,12 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, wrote
 			return nil, err
 		}
 		v, err := s.runWait(ctx, node, script, keys, wrote, args)
+		if err != nil && !isRedisError(err) {
+			// The node did not answer (it may have died): have the slot
+			// map reloaded in the background, so that a retry finds the
+			// replica once it is promoted.
+			s.cluster.ReloadState(ctx)
+		}
 		if !redirected(err) {
 			return v, err
 		}
@@ -255,6 +261,12 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, wrote
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// isRedisError reports whether err is an error reply of the server.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 func redirected(err error) bool {

@@ -81,33 +81,45 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 
 func (s *RedisServer) start(t testing.TB) {
 	t.Helper()
+	if err := s.launch(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the server process and waits until it answers PING.
+func (s *RedisServer) launch() error {
 	args := append([]string{
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--repl-diskless-sync-delay", "0",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	}, s.args...)
-	s.cmd = exec.Command(s.bin, args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+	cmd := exec.Command(s.bin, args...)
+	if err := cmd.Start(); err != nil {
+		return err
 	}
-	s.exit = make(chan struct{})
-	go func(cmd *exec.Cmd, exit chan struct{}) { cmd.Wait(); close(exit) }(s.cmd, s.exit)
+	exit := make(chan struct{})
+	s.cmd, s.exit = cmd, exit
+	go func() { cmd.Wait(); close(exit) }()
 	deadline := time.Now().Add(serverTimeout)
 	for {
 		if out, err := s.CLI("PING"); err == nil && out == "PONG" {
-			return
+			return nil
 		}
 		select {
-		case <-s.exit:
-			t.Fatalf("redis-server on port %d exited:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
+		case <-exit:
+			return fmt.Errorf("redis-server on port %d exited:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d did not answer:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
+			return fmt.Errorf("redis-server on port %d did not answer:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Restart starts a killed server again on its port and folder (a cluster
+// node keeps its nodes.conf and rejoins).
+func (s *RedisServer) Restart() error { return s.launch() }
 
 // Kill kills the server with SIGKILL (kill -9) and waits for it to exit.
 func (s *RedisServer) Kill() {
@@ -182,6 +194,13 @@ func StartRedisCluster(t testing.TB, primaries, replicas int) *RedisCluster {
 // on the slot map (redis-cli --cluster check passes).
 func (c *RedisCluster) WaitOK(t testing.TB) {
 	t.Helper()
+	if err := c.Settled(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Settled is WaitOK returning its failure instead (for goroutines).
+func (c *RedisCluster) Settled() error {
 	deadline := time.Now().Add(serverTimeout)
 	for {
 		ok := true
@@ -203,10 +222,10 @@ func (c *RedisCluster) WaitOK(t testing.TB) {
 			}
 		}
 		if ok {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Redis Cluster did not settle: %s", last)
+			return fmt.Errorf("the Redis Cluster did not settle: %s", last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
