@@ -94,6 +94,7 @@ func TestTransactionalRefused(t *testing.T) {
 	srv := harness.StartRedis(t)
 	st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{})
 	_, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(true), http.NotFoundHandler())
+	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), "createCharge") || !strings.Contains(err.Error(), "TxStore") {
 		t.Fatalf("Wrap of a transactional operation over the Redis store: %v; want an error naming createCharge and TxStore", err)
 	}
