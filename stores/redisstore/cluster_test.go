@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,12 @@ func TestCluster(t *testing.T) {
 	})
 	st, client := newStore(t, dsn, redisstore.Options{})
 	b := backend(st, client)
+	t.Run("PlainClientRefused", func(t *testing.T) {
+		_, err := redisstore.New(context.Background(), dial(t, "redis://"+c.Nodes[0].Addr()), redisstore.Options{})
+		if err == nil || !strings.Contains(err.Error(), "is a Redis Cluster node") {
+			t.Fatalf("New with a plain client on a cluster node: %v, want a refusal", err)
+		}
+	})
 	t.Run("Storm", func(t *testing.T) {
 		var stores []idemrt.Store
 		for range 4 {

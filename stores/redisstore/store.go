@@ -107,6 +107,9 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 		if err := checkPrimary(ctx, c, s.waitN); err != nil {
 			return nil, err
 		}
+		if err := checkNotCluster(ctx, c); err != nil {
+			return nil, err
+		}
 	case *redis.ClusterClient:
 		s.cluster = c
 		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
@@ -147,6 +150,19 @@ func checkPrimary(ctx context.Context, c *redis.Client, waitN int) error {
 	}
 	if n < waitN {
 		return fmt.Errorf("idempotency store: the Redis primary %s has %d connected replicas, WaitReplicas asks for %d", addr, max(n, 0), waitN)
+	}
+	return nil
+}
+
+// checkNotCluster refuses a node of a Redis Cluster reached through a
+// plain client: it would answer MOVED for every slot it does not hold.
+func checkNotCluster(ctx context.Context, c *redis.Client) error {
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", c.Options().Addr, err)
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("idempotency store: the Redis server %s is a Redis Cluster node; use a cluster client (redis-cluster://host:port,...)", c.Options().Addr)
 	}
 	return nil
 }
