@@ -14,6 +14,7 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/runtime/storetest"
 	"github.com/idemgen/idemgen/stores/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestConformanceStandalone(t *testing.T) {
@@ -125,13 +126,23 @@ func TestReplicaRefused(t *testing.T) {
 	}
 }
 
+// waitReplicas waits until primary has n replicas online that acknowledge
+// a write (WAIT), so that the replication stream is flowing.
 func waitReplicas(t *testing.T, primary *harness.RedisServer, n int) {
 	t.Helper()
+	c := dial(t, "redis://"+primary.Addr()).(*redis.Client)
+	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out := primary.MustCLI(t, "INFO", "replication")
 		if strings.Contains(out, "connected_slaves:"+strconv.Itoa(n)) && strings.Contains(out, "state=online") {
-			return
+			conn := c.Conn()
+			conn.Set(ctx, "probe", "1", 0)
+			acked, err := conn.Wait(ctx, n, 200*time.Millisecond).Result()
+			conn.Close()
+			if err == nil && int(acked) >= n {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the replica did not connect: %s", out)
@@ -147,10 +158,10 @@ func TestWaitFailsClosed(t *testing.T) {
 	primary := harness.StartRedis(t)
 	replica := harness.StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	waitReplicas(t, primary, 1)
-	st, client := newStore(t, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+	st, client := newStore(t, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1, WaitTimeout: time.Second})
 	b := backend(st, client)
 	var runs atomic.Int64
-	h, err := idemrt.Wrap(idemrt.Options{Store: st, StoreTimeout: time.Second}, harness.Policy(false), harness.Handler(b, "w", &runs, nil))
+	h, err := idemrt.Wrap(idemrt.Options{Store: st, StoreTimeout: 1400 * time.Millisecond}, harness.Policy(false), harness.Handler(b, "w", &runs, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,30 @@ func StartRedisCluster(t testing.TB, primaries, replicas int) *RedisCluster {
 		c.Nodes[0].MustCLI(t, args...)
 	}
 	c.WaitOK(t)
+	c.waitReplicas(t, replicas)
 	return c
+}
+
+// waitReplicas waits until every primary has n replicas online.
+func (c *RedisCluster) waitReplicas(t testing.TB, n int) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	deadline := time.Now().Add(serverTimeout)
+	for _, node := range c.Nodes {
+		for {
+			out := node.MustCLI(t, "INFO", "replication")
+			if !strings.Contains(out, "role:master") ||
+				(strings.Contains(out, "connected_slaves:"+strconv.Itoa(n)) && strings.Count(out, "state=online") == n) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not have %d replicas online:\n%s", node.Addr(), n, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // WaitOK waits until every live node reports cluster_state:ok and agrees
