@@ -128,7 +128,7 @@ func TestReplicaRefused(t *testing.T) {
 
 // waitReplicas waits until primary has n replicas online that acknowledge
 // a write (WAIT), so that the replication stream is flowing.
-func waitReplicas(t *testing.T, primary *harness.RedisServer, n int) {
+func waitReplicas(t testing.TB, primary *harness.RedisServer, n int) {
 	t.Helper()
 	c := dial(t, "redis://"+primary.Addr()).(*redis.Client)
 	ctx := context.Background()
