@@ -19,6 +19,7 @@ type config struct {
 	addr        string
 	dbPath      string
 	dsn         string
+	idemDSN     string
 	chargeDelay time.Duration
 	sweepEvery  time.Duration
 
@@ -53,6 +54,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.addr, "addr", "localhost:8080", "address to serve on (port 0 picks a free port; the log says which)")
 	fs.StringVar(&c.dbPath, "db", "payments.db", "SQLite database file, used when no -dsn is given")
 	fs.StringVar(&c.dsn, "dsn", "", "PostgreSQL (postgres://...) or MySQL (mysql://user@tcp(host:3306)/db) DSN; else SQLite")
+	fs.StringVar(&c.idemDSN, "idem-dsn", "", "keep the idempotency records in Redis (redis://host:6379) or Redis Cluster (redis-cluster://host:port,host:port) instead of the SQL database; see redisidem.go for what changes")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
 	fs.IntVar(&c.maxConns, "max-conns", 20, "most database connections open at once; requests beyond wait for one")
@@ -120,6 +122,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	be, err := openBackend(ctx, cfg, log)
 	if err != nil {
 		return err
+	}
+	if cfg.idemDSN != "" {
+		if err := useRedis(ctx, be, cfg.idemDSN, log); err != nil {
+			be.close()
+			return err
+		}
 	}
 	defer be.close()
 

@@ -25,7 +25,9 @@ import (
 // fault tests observe: rows in a table "effects (id, worker)" of the same
 // database, written in the request's transaction in transactional mode.
 type Backend struct {
-	Store idemrt.TxStore
+	// Store is a TxStore for the SQL stores; the Redis store (no
+	// transactional mode) runs only the tests that do not need one.
+	Store idemrt.Store
 	// Effect writes one effect row for id by worker: through the request's
 	// transaction (the generated typed TxFromContext) when ctx carries one,
 	// else on its own.

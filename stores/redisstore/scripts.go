@@ -1,0 +1,88 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The record of one key is a hash at one Redis key (so in one cluster hash
+// slot) with the fields
+//
+//	s  state: 1 in progress, 2 completed, 3 released (the codec's states)
+//	e  epoch, a decimal integer
+//	f  fingerprint (32 bytes), v its version
+//	l  lease end, milliseconds on the server's clock
+//	c  status, h headers (encodeHeader), b body: a saved response
+//	t  "1" for a tombstone
+//
+// and an expiry (PEXPIRE) at the record's TTL: an expired record is absent
+// to every script, and Redis reclaims it. Each script is one atomic step on
+// the server; every time decision uses the server's TIME.
+
+// nowLua sets now_us (the server's clock in microseconds, a decimal string)
+// and now_ms (milliseconds, a number). Lua numbers are doubles: both fit in
+// their 53 bits, and string.format('%d', ...) prints them without an exponent.
+const nowLua = `
+local t = redis.call('TIME')
+local now_us = t[1] .. string.format('%06d', tonumber(t[2]))
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// claimScript: KEYS[1] the record; ARGV fingerprint, fingerprint version,
+// lease ms, ttl ms. Returns
+//
+//	{1, epoch, takenOver}                                   acquired
+//	{2, epoch, fingerprint, version, leaseRemainingMs}      in progress
+//	{3, epoch, fingerprint, version, status, headers, body, tombstone} completed
+//
+// A fresh record's epoch is the server's clock in microseconds, so that a
+// record re-created after the old one expired follows every epoch that one
+// handed out; a takeover or a claim of a released record is previous+1.
+var claimScript = redis.NewScript(nowLua + `
+local r = redis.call('HMGET', KEYS[1], 's', 'e', 'f', 'v', 'l')
+local s = r[1]
+local epoch
+local taken = 0
+if not s then
+  epoch = now_us
+elseif s == '3' then
+  epoch = string.format('%d', tonumber(r[2]) + 1)
+elseif s == '1' and tonumber(r[5]) <= now_ms then
+  epoch = string.format('%d', tonumber(r[2]) + 1)
+  taken = 1
+elseif s == '1' then
+  return {2, r[2], r[3], r[4], tonumber(r[5]) - now_ms}
+else
+  local c = redis.call('HMGET', KEYS[1], 'c', 'h', 'b', 't')
+  return {3, r[2], r[3], r[4], c[1], c[2], c[3], c[4]}
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 's', '1', 'e', epoch, 'f', ARGV[1], 'v', ARGV[2],
+  'l', string.format('%d', now_ms + tonumber(ARGV[3])))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {1, epoch, taken}
+`)
+
+// completeScript: KEYS[1] the record; ARGV epoch, ttl ms, tombstone ("1" or
+// "0"), status, headers, body. Returns 1, or 0 when the record is not in
+// progress at epoch (fenced).
+var completeScript = redis.NewScript(nowLua + `
+local r = redis.call('HMGET', KEYS[1], 's', 'e')
+if r[1] ~= '1' or r[2] ~= ARGV[1] then return 0 end
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 's', '2', 't', '1', 'l', string.format('%d', now_ms))
+else
+  redis.call('HSET', KEYS[1], 's', '2', 'c', ARGV[4], 'h', ARGV[5], 'b', ARGV[6],
+    'l', string.format('%d', now_ms))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// releaseScript: KEYS[1] the record; ARGV epoch. Returns 1, or 0 when the
+// record is not in progress at epoch (fenced). A released record stays
+// until it expires, so that the next claim continues its epoch.
+var releaseScript = redis.NewScript(`
+local r = redis.call('HMGET', KEYS[1], 's', 'e')
+if r[1] ~= '1' or r[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 's', '3')
+redis.call('HDEL', KEYS[1], 'c', 'h', 'b', 't')
+return 1
+`)

@@ -1,0 +1,128 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/internal/stores/harness"
+	"github.com/idemgen/idemgen/internal/testutil"
+	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/stores/redisstore"
+	"github.com/idemgen/idemgen/templates"
+	"github.com/redis/go-redis/v9"
+)
+
+// helperEnv makes the test binary a helper process (see TestMain) on the
+// Redis of dsnEnv.
+const (
+	helperEnv = "IDEMGEN_REDIS_HELPER"
+	dsnEnv    = "IDEMGEN_REDIS_DSN"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helperMain(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func helperMain(mode string) int {
+	client, err := redisstore.NewClient(os.Getenv(dsnEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer client.Close()
+	st, err := redisstore.New(context.Background(), client, redisstore.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b := backend(st, client)
+	if mode == "storm" {
+		return harness.ChildStorm(b, 25)
+	}
+	return harness.ChildMain(mode, b)
+}
+
+// starter starts helper processes on the Redis of dsn.
+func starter(dsn string) func(t *testing.T, mode, key string) *harness.Child {
+	return func(t *testing.T, mode, key string) *harness.Child {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"="+mode, harness.ChildKeyEnv+"="+key, dsnEnv+"="+dsn)
+		return harness.Start(t, cmd)
+	}
+}
+
+// backend is the harness's Backend over st: each effect is an INCR of
+// "effect:{<id>}" on client, so helper processes count on the same server.
+func backend(st idemrt.Store, client redis.UniversalClient) *harness.Backend {
+	return &harness.Backend{
+		Store: st,
+		Effect: func(ctx context.Context, id, worker string) error {
+			return client.Incr(ctx, "effect:{"+id+"}").Err()
+		},
+		Effects: func(ctx context.Context, id string) (int, error) {
+			n, err := client.Get(ctx, "effect:{"+id+"}").Int()
+			if errors.Is(err, redis.Nil) {
+				return 0, nil
+			}
+			return n, err
+		},
+	}
+}
+
+// dial returns a client for dsn, closed at the end of t.
+func dial(t testing.TB, dsn string) redis.UniversalClient {
+	t.Helper()
+	c, err := redisstore.NewClient(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newStore returns a store on a new client for dsn.
+func newStore(t testing.TB, dsn string, opts redisstore.Options) (*redisstore.Store, redis.UniversalClient) {
+	t.Helper()
+	c := dial(t, dsn)
+	st, err := redisstore.New(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, c
+}
+
+func clusterDSN(c *harness.RedisCluster) string {
+	return "redis-cluster://" + strings.Join(c.Addrs(), ",")
+}
+
+// TestCodecRendered: idemgen_codec.go is the SQL stores' shared codec
+// (templates/common), rendered for this package, so that records encode
+// and decode one way everywhere.
+func TestCodecRendered(t *testing.T) {
+	files, err := templates.Render(templates.Data{Package: "redisstore", Dialect: templates.Postgres, Table: templates.DefaultTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := files["idemgen_codec.go"]
+	p := filepath.Join(testutil.RepoRoot(), "stores", "redisstore", "idemgen_codec.go")
+	if *testutil.Update {
+		if err := os.WriteFile(p, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("idemgen_codec.go is stale (%v): run go test ./stores/redisstore -run TestCodecRendered -update", err)
+	}
+}

@@ -1,0 +1,365 @@
+// Package redisstore keeps idempotency records in Redis 7, standalone or
+// Redis Cluster, through github.com/redis/go-redis/v9.
+//
+// Each record is one hash at a hash-tagged key, prefix + "{" + SHA-256 of
+// (scope, principal hash, key) + "}", so it lives in one cluster hash slot.
+// Claims, completions and releases are Lua scripts: each is one atomic step
+// on the server, fenced by the record's epoch, and every lease and TTL
+// decision uses the server's clock (TIME in the script). Records expire by
+// PEXPIRE, so Redis reclaims them itself: Sweep deletes nothing and returns
+// 0, and RunSweeper is not needed.
+//
+// The store is not a TxStore: a Redis write cannot commit in the handler's
+// database transaction, so operations with transactional: true are refused
+// when the wrapper is built (idemrt.Wrap / New). MarkProcessed (message
+// consumers) needs that transaction too and is not offered.
+//
+// Redis acknowledges a write before its replicas have it; see
+// Options.WaitReplicas and docs/stores.md for what a failover can forget.
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix begins every record's Redis key when Options.Prefix is empty.
+const DefaultPrefix = "idem:"
+
+// DefaultWaitTimeout is the WAIT timeout when Options.WaitReplicas is set
+// and Options.WaitTimeout is zero.
+const DefaultWaitTimeout = time.Second
+
+// Options configures a Store.
+type Options struct {
+	// Prefix begins every record's key (DefaultPrefix when empty).
+	Prefix string
+	// WaitReplicas, when positive, makes the store acknowledge a claim it
+	// acquired and a completion only after WAIT reports that at least this
+	// many replicas of the record's primary have them, within WaitTimeout.
+	// With fewer the call fails (a store error: the wrapper answers 503 for
+	// a claim, and the client retries), so a failover to one of those
+	// replicas cannot forget a claim whose handler ran. WAIT counts writes a
+	// replica received, not ones it wrote to disk: see docs/stores.md for
+	// the appendfsync setting this assumes. Zero: plain Redis
+	// acknowledgement (the primary's memory only).
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT (DefaultWaitTimeout when zero). Keep it
+	// well below the wrapper's StoreTimeout.
+	WaitTimeout time.Duration
+}
+
+// ErrNotReplicated is returned (wrapped) by Claim and Complete in WAIT mode
+// when fewer than Options.WaitReplicas replicas acknowledged the write in
+// time. The write may still be on the primary: a claim stays in progress
+// until its lease ends, a completion may or may not replay.
+var ErrNotReplicated = errors.New("idempotency store: the write did not reach enough Redis replicas in time")
+
+// Store keeps idempotency records in Redis. It implements idemrt.Store.
+//
+// Round trips: a first request costs two (claim, completion), a replay or
+// a conflict one; in WAIT mode a claim that acquires and a completion cost
+// one more each (the WAIT).
+type Store struct {
+	client  redis.UniversalClient
+	single  *redis.Client        // the client when it is not a cluster client
+	cluster *redis.ClusterClient // the client when it is one
+	prefix  string
+	waitN   int
+	waitFor time.Duration
+}
+
+var _ idemrt.Store = (*Store)(nil)
+
+// New returns a store over client: a *redis.Client (standalone or Sentinel
+// failover) or a *redis.ClusterClient. It refuses a server that is a
+// replica (ROLE), and in WAIT mode a primary with fewer connected replicas
+// than Options.WaitReplicas. For Options.StoreTimeout of the wrapper to
+// bound every call, create the client with ContextTimeoutEnabled (NewClient
+// does).
+func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("idempotency store: nil Redis client")
+	}
+	if opts.WaitReplicas < 0 {
+		return nil, fmt.Errorf("idempotency store: WaitReplicas %d is negative", opts.WaitReplicas)
+	}
+	s := &Store{client: client, prefix: opts.Prefix, waitN: opts.WaitReplicas, waitFor: opts.WaitTimeout}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if s.waitFor <= 0 {
+		s.waitFor = DefaultWaitTimeout
+	}
+	switch c := client.(type) {
+	case *redis.Client:
+		s.single = c
+		if err := checkPrimary(ctx, c, s.waitN); err != nil {
+			return nil, err
+		}
+		if err := checkNotCluster(ctx, c); err != nil {
+			return nil, err
+		}
+	case *redis.ClusterClient:
+		s.cluster = c
+		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return checkPrimary(ctx, node, s.waitN)
+		})
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("idempotency store: unsupported Redis client %T (want *redis.Client or *redis.ClusterClient)", client)
+	}
+	return s, nil
+}
+
+// checkPrimary refuses a replica, and a primary with fewer than waitN
+// connected replicas.
+func checkPrimary(ctx context.Context, c *redis.Client, waitN int) error {
+	addr := c.Options().Addr
+	role, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+	}
+	if len(role) == 0 || role[0] != "master" {
+		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", addr, role)
+	}
+	if waitN == 0 {
+		return nil
+	}
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+	}
+	n := -1
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	if n < waitN {
+		return fmt.Errorf("idempotency store: the Redis primary %s has %d connected replicas, WaitReplicas asks for %d", addr, max(n, 0), waitN)
+	}
+	return nil
+}
+
+// checkNotCluster refuses a node of a Redis Cluster reached through a
+// plain client: it would answer MOVED for every slot it does not hold.
+func checkNotCluster(ctx context.Context, c *redis.Client) error {
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", c.Options().Addr, err)
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("idempotency store: the Redis server %s is a Redis Cluster node; use a cluster client (redis-cluster://host:port,...)", c.Options().Addr)
+	}
+	return nil
+}
+
+// Key returns the Redis key of k's record: the prefix, then the SHA-256 of
+// the length-prefixed scope, the principal hash and the key, in hex, as the
+// hash tag.
+func (s *Store) Key(k idemrt.RecordKey) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(k.Scope)))])
+	h.Write([]byte(k.Scope))
+	h.Write(k.PrincipalHash[:])
+	h.Write([]byte(k.Key))
+	var sum [sha256.Size]byte
+	return s.prefix + "{" + hex.EncodeToString(h.Sum(sum[:0])) + "}"
+}
+
+// Claim implements idemrt.Store in one script.
+func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
+	if err := checkRecordKey(req.RecordKey); err != nil {
+		return idemrt.ClaimResult{}, err
+	}
+	v, err := s.run(ctx, claimScript, s.Key(req.RecordKey), func(v any) bool { return replyKind(v) == 1 },
+		req.Fingerprint[:], req.FingerprintVersion,
+		max(durationUnits(req.Lease, time.Millisecond), 1), max(durationUnits(req.TTL, time.Millisecond), 1))
+	if err != nil {
+		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+	}
+	res, err := claimResult(v)
+	if err != nil {
+		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+	}
+	return res, nil
+}
+
+// Complete implements idemrt.Store.
+func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
+	cp, err := completionOf(c)
+	if err != nil {
+		return err
+	}
+	tomb := "0"
+	if cp.tombstone {
+		tomb = "1"
+	}
+	v, err := s.run(ctx, completeScript, s.Key(c.RecordKey), func(v any) bool { return v == int64(1) },
+		strconv.FormatInt(c.Epoch, 10), max(durationUnits(c.TTL, time.Millisecond), 1), tomb, cp.status, cp.headers, cp.body)
+	if err != nil {
+		return fmt.Errorf("idempotency store: complete: %w", err)
+	}
+	if v != int64(1) {
+		return idemrt.ErrFenced
+	}
+	return nil
+}
+
+// Release implements idemrt.Store: the key may run again, and the next
+// claim continues the epoch. A release is not WAITed for: if a failover
+// forgets it, the key stays in progress until its lease ends.
+func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
+	if err := checkRecordKey(key); err != nil {
+		return err
+	}
+	v, err := releaseScript.Run(ctx, s.client, []string{s.Key(key)}, strconv.FormatInt(epoch, 10)).Result()
+	if err != nil {
+		return fmt.Errorf("idempotency store: release: %w", err)
+	}
+	if v != int64(1) {
+		return idemrt.ErrFenced
+	}
+	return nil
+}
+
+// Sweep deletes nothing and returns 0: records expire by PEXPIRE, and
+// Redis reclaims them itself.
+func (s *Store) Sweep(ctx context.Context, limit int) (int, error) { return 0, ctx.Err() }
+
+// run runs script on key. In WAIT mode, when wrote reports that the script
+// wrote, it then WAITs on the same connection for the replicas.
+func (s *Store) run(ctx context.Context, script *redis.Script, key string, wrote func(any) bool, args ...any) (any, error) {
+	keys := []string{key}
+	if s.waitN == 0 {
+		return script.Run(ctx, s.client, keys, args...).Result()
+	}
+	if s.single != nil {
+		return s.runWait(ctx, s.single, script, keys, wrote, args)
+	}
+	// Cluster: WAIT counts the writes of one connection, so the script and
+	// the WAIT go to the key's primary on one connection, not through the
+	// cluster client's routing. A MOVED or ASK answer (the slot moved or is
+	// moving) reloads the slot map and tries again, until ctx ends.
+	for {
+		node, err := s.cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.runWait(ctx, node, script, keys, wrote, args)
+		if err != nil && !isRedisError(err) {
+			// The node did not answer (it may have died): have the slot
+			// map reloaded in the background, so that a retry finds the
+			// replica once it is promoted.
+			s.cluster.ReloadState(ctx)
+		}
+		if !redirected(err) {
+			return v, err
+		}
+		s.cluster.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// isRedisError reports whether err is an error reply of the server.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+func redirected(err error) bool {
+	if err == nil {
+		return false
+	}
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask || redis.IsTryAgainError(err) || redis.IsClusterDownError(err)
+}
+
+// runWait runs script on one connection of node, then WAITs there if it
+// wrote.
+func (s *Store) runWait(ctx context.Context, node *redis.Client, script *redis.Script, keys []string, wrote func(any) bool, args []any) (any, error) {
+	conn := node.Conn()
+	defer conn.Close()
+	v, err := script.Run(ctx, conn, keys, args...).Result()
+	if err != nil || !wrote(v) {
+		return v, err
+	}
+	n, err := conn.Wait(ctx, s.waitN, s.waitFor).Result()
+	if err != nil {
+		return nil, fmt.Errorf("WAIT: %w", err)
+	}
+	if int(n) < s.waitN {
+		return nil, fmt.Errorf("%w: %d of %d replicas of %s within %v", ErrNotReplicated, n, s.waitN, node.Options().Addr, s.waitFor)
+	}
+	return v, nil
+}
+
+// replyKind is the first element of a claim script's reply.
+func replyKind(v any) int64 {
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		k, _ := a[0].(int64)
+		return k
+	}
+	return 0
+}
+
+var errBadReply = errors.New("unexpected reply from the claim script")
+
+// claimResult decodes the claim script's reply (see claimScript).
+func claimResult(v any) (idemrt.ClaimResult, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 3 {
+		return idemrt.ClaimResult{}, errBadReply
+	}
+	epoch, err := strconv.ParseInt(str(a[1]), 10, 64)
+	if err != nil {
+		return idemrt.ClaimResult{}, errBadReply
+	}
+	switch replyKind(v) {
+	case 1:
+		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: a[2] == int64(1)}, nil
+	case 2:
+		if len(a) != 5 {
+			return idemrt.ClaimResult{}, errBadReply
+		}
+		ms, _ := a[4].(int64)
+		r := record{state: stateInProgress, epoch: epoch, fingerprint: []byte(str(a[2])), leaseRemaining: time.Duration(ms) * time.Millisecond}
+		r.fingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
+		return r.result()
+	case 3:
+		if len(a) != 8 {
+			return idemrt.ClaimResult{}, errBadReply
+		}
+		r := record{state: stateCompleted, epoch: epoch, fingerprint: []byte(str(a[2])),
+			headers: []byte(str(a[5])), body: []byte(str(a[6])), tombstone: str(a[7]) == "1"}
+		r.fingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
+		r.status, _ = strconv.ParseInt(str(a[4]), 10, 64)
+		return r.result()
+	}
+	return idemrt.ClaimResult{}, errBadReply
+}
+
+// str is a bulk string of a script reply ("" for nil).
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
