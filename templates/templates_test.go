@@ -28,6 +28,7 @@ var wantFiles = []string{
 	"idemgen_schema.sql",
 	"idemgen_sqlc.yaml",
 	"idemgen_store.go",
+	"idemgen_sweep.go",
 }
 
 func TestRender(t *testing.T) {

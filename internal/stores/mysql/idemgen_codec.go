@@ -3,7 +3,6 @@
 package mysql
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -218,59 +217,4 @@ func (d *decoder) string() string {
 	s := string(d.b[:l])
 	d.b = d.b[l:]
 	return s
-}
-
-// DefaultProcessedRetention is how long a message consumer's processed ids
-// are kept (see MarkProcessed) unless ProcessedRetention says otherwise: 14
-// days, the longest that Amazon SQS keeps a message (Kafka's default
-// retention is 7 days); raise it when your broker can redeliver later. A
-// redelivery older than the retention runs again once the sweeper has
-// deleted its id.
-const DefaultProcessedRetention = 14 * 24 * time.Hour
-
-// Option configures a Store.
-type Option func(*Store)
-
-// ProcessedRetention sets how long processed message ids are kept before
-// Sweep deletes them (the retention counts from MarkProcessed, on the
-// database's clock). Zero or less keeps them for ever: Sweep then leaves the
-// consumers' table alone. It applies to every consumer of the table; a
-// consumer that needs another retention uses a table of its own.
-func ProcessedRetention(d time.Duration) Option {
-	return func(s *Store) { s.retention = d }
-}
-
-// newStore builds a Store with the default retention and opts applied.
-func newStore(s *Store, opts []Option) *Store {
-	s.retention = DefaultProcessedRetention
-	for _, o := range opts {
-		o(s)
-	}
-	return s
-}
-
-// sweepTables deletes up to limit expired idempotency records and, with what
-// is left of limit, processed message ids older than s.retention, so that
-// RunSweeper's loop (call again while a call deletes limit rows) empties
-// both tables.
-func (s *Store) sweepTables(ctx context.Context, limit int,
-	keys func(ctx context.Context, limit int) (int, error),
-	processed func(ctx context.Context, limit int, retention time.Duration) (int, error),
-) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	limit = min(limit, 1<<30)
-	n, err := keys(ctx, limit)
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep: %w", err)
-	}
-	if n >= limit || s.retention <= 0 {
-		return n, nil
-	}
-	m, err := processed(ctx, limit-n, s.retention)
-	if err != nil {
-		return n, fmt.Errorf("idempotency store: sweep processed ids: %w", err)
-	}
-	return n + m, nil
 }
