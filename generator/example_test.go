@@ -40,6 +40,7 @@ paths:
 	// idemgen_schema.sql
 	// idemgen_sqlc.yaml
 	// idemgen_store.go
+	// idemgen_sweep.go
 	// CreateCharge POST /charges 48h0m0s
 }
 
