@@ -222,19 +222,19 @@ func declaresParam(r *opRef, k *keySpec) bool {
 // and one that is not (two annotated ones are a Go name collision): the
 // annotated one's policy, Wrap function and default scope are named after
 // an id that also names another operation.
-func (b *builder) checkSharedIDs(refs []*opRef, annotated map[*opRef]bool) {
+func (b *builder) checkSharedIDs() {
 	byID := map[string][]*opRef{}
-	for _, r := range refs {
+	for _, r := range b.refs {
 		if id := r.op.OperationID; id != "" {
 			byID[id] = append(byID[id], r)
 		}
 	}
-	for _, r := range refs {
-		if annotated[r] || r.op.OperationID == "" {
+	for _, r := range b.refs {
+		if b.annotated[r] || r.op.OperationID == "" {
 			continue
 		}
 		for _, other := range byID[r.op.OperationID] {
-			if annotated[other] {
+			if b.annotated[other] {
 				b.d.add(b.at(r.field("operationId")...), "operation %s: its operationId %s is also that of the annotated %s, whose policy, Wrap function and default scope are named after it; operationIds must be unique (OpenAPI), set a distinct one",
 					describeRef(r), r.op.OperationID, describeRef(other))
 				break
