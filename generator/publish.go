@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/textproto"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -66,12 +65,9 @@ const (
 // Only cfg.Spec, cfg.SpecData, cfg.AnnotateMutating (the operations it
 // annotates are published as annotated) and cfg.BasePaths are used.
 func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication, error) {
-	data := cfg.SpecData
-	if data == nil {
-		var err error
-		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
-		}
+	data, err := cfg.specData()
+	if err != nil {
+		return nil, err
 	}
 	cfg.Package, cfg.SkipStore = "publish", true
 	if err := cfg.check(); err != nil {
