@@ -202,20 +202,15 @@ func bodyKinds(op *openapi3.Operation) string {
 // declaresParam reports whether r (or its path item) declares the key's
 // header or query parameter.
 func declaresParam(r *opRef, k *keySpec) bool {
-	for _, params := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
-		for _, p := range params {
-			if p == nil || p.Value == nil {
-				continue
-			}
-			switch {
-			case k.source == KeyHeader && p.Value.In == openapi3.ParameterInHeader && strings.EqualFold(p.Value.Name, k.name):
-				return true
-			case k.source == KeyQuery && p.Value.In == openapi3.ParameterInQuery && p.Value.Name == k.name:
-				return true
-			}
+	return slices.ContainsFunc(r.params(), func(p *openapi3.Parameter) bool {
+		switch k.source {
+		case KeyHeader:
+			return p.In == openapi3.ParameterInHeader && strings.EqualFold(p.Name, k.name)
+		case KeyQuery:
+			return p.In == openapi3.ParameterInQuery && p.Name == k.name
 		}
-	}
-	return false
+		return false
+	})
 }
 
 // checkSharedIDs reports an operationId shared by an annotated operation

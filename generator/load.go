@@ -157,6 +157,20 @@ type opRef struct {
 // field is the keys to a field of the operation.
 func (r *opRef) field(name string) []string { return append(slices.Clip(r.keys), name) }
 
+// params are the parameters the operation declares, its own first, then
+// its path item's.
+func (r *opRef) params() []*openapi3.Parameter {
+	var out []*openapi3.Parameter
+	for _, list := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
+		for _, p := range list {
+			if p != nil && p.Value != nil {
+				out = append(out, p.Value)
+			}
+		}
+	}
+	return out
+}
+
 func (b *builder) run() {
 	if v, ok := b.doc.Extensions[extDefaults]; ok {
 		// On errors the operations go on with the contract's defaults, so
