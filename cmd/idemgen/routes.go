@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,46 +39,23 @@ func routesFlags(stderr io.Writer) (*flag.FlagSet, *string, *bool) {
 
 func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, spec, markdown := routesFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen routes", spec, stderr) {
-		return exitUsage
-	}
-	if *spec == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "idemgen routes: want -spec FILE and nothing else")
-		fs.Usage()
+	if !specOrConfig("idemgen routes", fs, spec, stderr) {
 		return exitUsage
 	}
 	// The model is the generator's: the same annotations, defaults and
 	// base paths that generate would emit.
-	cfg := generator.Config{Spec: *spec, Package: "routes", SkipStore: true}
-	if *spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen routes: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	cfg := generator.Config{Package: "routes", SkipStore: true}
+	if !readSpec("idemgen routes", *spec, stdin, &cfg, stderr) {
+		return exitError
 	}
 	res, err := generator.Generate(ctx, cfg)
 	if err != nil {
-		var ds generator.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d)
-			}
-		} else {
-			fmt.Fprintf(stderr, "idemgen routes: %v\n", err)
-		}
-		return exitError
+		return reportErr("idemgen routes", err, stderr)
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
+	printAll(stderr, res.Warnings)
 	rows := routeRows(res.Model)
 	if len(rows) == 0 {
 		fmt.Fprintf(stderr, "idemgen routes: no operation of %s carries x-idempotent\n", cfg.Spec)

@@ -134,11 +134,8 @@ func generateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 
 func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := generateFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "idemgen generate: unexpected arguments %q\n", fs.Args())
@@ -173,7 +170,6 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		g.pkg = strings.ReplaceAll(filepath.Base(abs), "-", "_")
 	}
 	cfg := generator.Config{
-		Spec:            g.spec,
 		Package:         g.pkg,
 		Dialect:         g.dialect,
 		Table:           g.table,
@@ -197,33 +193,14 @@ func runGenerate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			return exitUsage
 		}
 	}
-	if g.spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen generate: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	if !readSpec("idemgen generate", g.spec, stdin, &cfg, stderr) {
+		return exitError
 	}
 	res, err := generator.Generate(ctx, cfg)
 	if err != nil {
-		var ds generator.Diagnostics
-		switch {
-		case errors.As(err, &ds):
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d)
-			}
-		case errors.Is(err, generator.ErrConfig):
-			fmt.Fprintf(stderr, "idemgen generate: %v\n", err)
-			return exitUsage
-		default:
-			fmt.Fprintf(stderr, "idemgen generate: %v\n", err)
-		}
-		return exitError
+		return reportErr("idemgen generate", err, stderr)
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
+	printAll(stderr, res.Warnings)
 	if g.check {
 		return check(g.out, res.Files, stdout, stderr)
 	}
@@ -344,29 +321,15 @@ func lintFlags(stderr io.Writer) (*flag.FlagSet, *lintOpts) {
 
 func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, l := lintFlags(stderr)
-	spec := &l.spec
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if !specOrConfig("idemgen lint", fs, &l.spec, stderr) {
 		return exitUsage
 	}
-	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen lint", spec, stderr) {
-		return exitUsage
-	}
-	if *spec == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "idemgen lint: want -spec FILE and nothing else")
-		fs.Usage()
-		return exitUsage
-	}
-	cfg := generator.Config{Spec: *spec, AllowRemoteRefs: l.allowRemote}
-	if *spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen lint: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	cfg := generator.Config{AllowRemoteRefs: l.allowRemote}
+	if !readSpec("idemgen lint", l.spec, stdin, &cfg, stderr) {
+		return exitError
 	}
 	ds, err := generator.Lint(ctx, cfg)
 	var loadErrs generator.Diagnostics
@@ -377,11 +340,80 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "idemgen lint: %v\n", err)
 		return exitError
 	}
-	for _, d := range ds {
-		fmt.Fprintln(stdout, d)
-	}
+	printAll(stdout, ds)
 	if len(ds) > 0 {
 		return exitError
 	}
 	return exitOK
+}
+
+// parseFlags parses a subcommand's flags; ok is false when the command
+// ends there: after -h (exit 0) or a flag error the flag package printed
+// (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// specOrConfig takes the spec from idemgen.yaml when no -spec was given
+// (lint and routes), and checks that the command has a spec and no
+// arguments. It reports false after printing why (exit 2).
+func specOrConfig(cmd string, fs *flag.FlagSet, spec *string, stderr io.Writer) bool {
+	if *spec == "" && fs.NArg() == 0 && !specFromConfig(cmd, spec, stderr) {
+		return false
+	}
+	if *spec == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: want -spec FILE and nothing else\n", cmd)
+		fs.Usage()
+		return false
+	}
+	return true
+}
+
+// readSpec sets cfg.Spec from -spec; "-" reads the document from stdin
+// into cfg.SpecData (diagnostics then name it <stdin>). It reports false
+// after printing the error (exit 1).
+func readSpec(cmd, spec string, stdin io.Reader, cfg *generator.Config, stderr io.Writer) bool {
+	cfg.Spec = spec
+	if spec != "-" {
+		return true
+	}
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: reading standard input: %v\n", cmd, err)
+		return false
+	}
+	cfg.Spec, cfg.SpecData = "<stdin>", data
+	return true
+}
+
+// reportErr prints an error of the generator (each diagnostic on a line
+// of its own) and returns the exit code: 2 for a configuration error, 1
+// for the spec's.
+func reportErr(cmd string, err error, stderr io.Writer) int {
+	var ds generator.Diagnostics
+	switch {
+	case errors.As(err, &ds):
+		printAll(stderr, ds)
+	case errors.Is(err, generator.ErrConfig):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	}
+	return exitError
+}
+
+// printAll prints diagnostics one a line.
+func printAll(w io.Writer, lists ...generator.Diagnostics) {
+	for _, ds := range lists {
+		for _, d := range ds {
+			fmt.Fprintln(w, d)
+		}
+	}
 }

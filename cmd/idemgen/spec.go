@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,41 +36,23 @@ func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool)
 
 func runSpec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, spec, out, overlay, checkOnly := specFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *spec == "" || fs.NArg() > 0 || (*checkOnly && *out == "-") {
 		fmt.Fprintln(stderr, "idemgen spec: want -spec FILE, optionally -o FILE (-check needs one), -overlay, and nothing else")
 		fs.Usage()
 		return exitUsage
 	}
-	cfg := generator.Config{Spec: *spec}
-	if *spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen spec: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	var cfg generator.Config
+	if !readSpec("idemgen spec", *spec, stdin, &cfg, stderr) {
+		return exitError
 	}
 	pub, err := generator.Publish(ctx, cfg, generator.PublishOptions{Overlay: *overlay, JSON: strings.HasSuffix(*out, ".json")})
 	if err != nil {
-		var ds generator.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d)
-			}
-		} else {
-			fmt.Fprintf(stderr, "idemgen spec: %v\n", err)
-		}
-		return exitError
+		return reportErr("idemgen spec", err, stderr)
 	}
-	for _, d := range append(pub.Warnings, pub.Notes...) {
-		fmt.Fprintln(stderr, d)
-	}
+	printAll(stderr, pub.Warnings, pub.Notes)
 	switch {
 	case *checkOnly:
 		old, err := os.ReadFile(*out)
