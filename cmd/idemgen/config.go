@@ -26,16 +26,21 @@ import (
 //	  - out: internal/idemlite
 //	    dialect: sqlite
 //	    table: request_keys
+//	    base-path: [/]
 //
-// Paths are relative to the file's folder (the current one). Flags given
-// on the command line override the file's values, in every output.
+// Each key of an output is the generate flag of that name; base-path is
+// one path or a list, allow-remote-refs (at the top: it is about reading
+// the spec) also applies to lint and routes. Paths are relative to the
+// file's folder (the current one). Flags given on the command line
+// replace the file's values, in every output.
 const configFile = "idemgen.yaml"
 
 // fileConfig is idemgen.yaml.
 type fileConfig struct {
-	Version int          `yaml:"version"`
-	Spec    string       `yaml:"spec"`
-	Outputs []fileOutput `yaml:"outputs"`
+	Version         int          `yaml:"version"`
+	Spec            string       `yaml:"spec"`
+	AllowRemoteRefs bool         `yaml:"allow-remote-refs"`
+	Outputs         []fileOutput `yaml:"outputs"`
 }
 
 // fileOutput is one generated package: the flags of one generate run.
@@ -47,6 +52,24 @@ type fileOutput struct {
 	Store   *bool  `yaml:"store"`
 	// AnnotateMutating is true or an object, as -annotate-mutating.
 	AnnotateMutating any `yaml:"annotate-mutating"`
+	// BasePath is -base-path, repeated: one path or a list.
+	BasePath stringList `yaml:"base-path"`
+}
+
+// stringList is a YAML list of strings, or one string.
+type stringList []string
+
+func (l *stringList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = stringList{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*l = list
+	return nil
 }
 
 // readConfig reads idemgen.yaml from the current folder; ok is false when
@@ -111,25 +134,39 @@ func (o fileOutput) annotateFlag() (string, error) {
 	return "", fmt.Errorf("annotate-mutating: want true or an object, got %v", o.AnnotateMutating)
 }
 
-// args are the generate flags of o; flags given later on the same
-// command line override them (the flag package keeps the last value).
-func (o fileOutput) args(spec string) []string {
-	args := []string{"-spec", spec, "-out", o.Out}
+// args are the generate flags of output o of c, but for those in set
+// (given on the command line, which replace them).
+func (c *fileConfig) args(o fileOutput, set map[string]bool) []string {
+	var args []string
+	add := func(name string, values ...string) {
+		if set[name] {
+			return
+		}
+		for _, v := range values {
+			args = append(args, "-"+name+"="+v)
+		}
+	}
+	add("spec", c.Spec)
+	add("out", o.Out)
+	if c.AllowRemoteRefs {
+		add("allow-remote-refs", "true")
+	}
 	if o.Package != "" {
-		args = append(args, "-package", o.Package)
+		add("package", o.Package)
 	}
 	if o.Dialect != "" {
-		args = append(args, "-dialect", o.Dialect)
+		add("dialect", o.Dialect)
 	}
 	if o.Table != "" {
-		args = append(args, "-table", o.Table)
+		add("table", o.Table)
 	}
 	if o.Store != nil {
-		args = append(args, "-store="+strconv.FormatBool(*o.Store))
+		add("store", strconv.FormatBool(*o.Store))
 	}
 	if a, _ := o.annotateFlag(); a != "" {
-		args = append(args, "-annotate-mutating", a)
+		add("annotate-mutating", a)
 	}
+	add("base-path", o.BasePath...)
 	return args
 }
 
@@ -164,15 +201,16 @@ func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, std
 	code = exitOK
 	for _, o := range cfg.Outputs {
 		// Usage (2) outranks errors (1) outranks success (0).
-		code = max(code, runGenerate(ctx, append(o.args(cfg.Spec), args...), stdin, stdout, stderr))
+		code = max(code, runGenerate(ctx, append(cfg.args(o, set), args...), stdin, stdout, stderr))
 	}
 	return code, true
 }
 
 // specFromConfig sets *spec to the spec of idemgen.yaml, for lint and
-// routes run without -spec; it leaves it empty when there is no
-// idemgen.yaml. It reports false after printing an error.
-func specFromConfig(cmd string, spec *string, stderr io.Writer) bool {
+// routes run without -spec, and turns *allowRemote on when the file says
+// so; it leaves them when there is no idemgen.yaml. It reports false
+// after printing an error.
+func specFromConfig(cmd string, spec *string, allowRemote *bool, stderr io.Writer) bool {
 	cfg, ok, err := readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
@@ -180,6 +218,7 @@ func specFromConfig(cmd string, spec *string, stderr io.Writer) bool {
 	}
 	if ok {
 		*spec = cfg.Spec
+		*allowRemote = *allowRemote || cfg.AllowRemoteRefs
 	}
 	return true
 }

@@ -25,30 +25,37 @@ Example:
 Flags:
 `
 
-func routesFlags(stderr io.Writer) (*flag.FlagSet, *string, *bool) {
+type routesOpts struct {
+	spec                  string
+	markdown, allowRemote bool
+}
+
+func routesFlags(stderr io.Writer) (*flag.FlagSet, *routesOpts) {
 	fs := flag.NewFlagSet("idemgen routes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
-	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned columns")
+	r := &routesOpts{}
+	fs.StringVar(&r.spec, "spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	fs.BoolVar(&r.markdown, "markdown", false, "print a Markdown table instead of aligned columns")
+	remoteRefsFlag(fs, &r.allowRemote)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), routesUsage)
 		fs.PrintDefaults()
 	}
-	return fs, spec, markdown
+	return fs, r
 }
 
 func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, spec, markdown := routesFlags(stderr)
+	fs, r := routesFlags(stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !specOrConfig("idemgen routes", fs, spec, stderr) {
+	if !specOrConfig("idemgen routes", fs, &r.spec, &r.allowRemote, stderr) {
 		return exitUsage
 	}
 	// The model is the generator's: the same annotations, defaults and
 	// base paths that generate would emit.
-	cfg := generator.Config{Package: "routes", SkipStore: true}
-	if !readSpec("idemgen routes", *spec, stdin, &cfg, stderr) {
+	cfg := generator.Config{Package: "routes", SkipStore: true, AllowRemoteRefs: r.allowRemote}
+	if !readSpec("idemgen routes", r.spec, stdin, &cfg, stderr) {
 		return exitError
 	}
 	res, err := generator.Generate(ctx, cfg)
@@ -61,7 +68,7 @@ func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "idemgen routes: no operation of %s carries x-idempotent\n", cfg.Spec)
 		return exitOK
 	}
-	if *markdown {
+	if r.markdown {
 		writeMarkdown(stdout, rows)
 	} else {
 		writeColumns(stdout, rows)

@@ -15,13 +15,15 @@ import (
 // idemgen spec: the spec published for clients, with the contract made
 // explicit (generator.Publish).
 
-func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool) {
+func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool, *bool) {
 	fs := flag.NewFlagSet("idemgen spec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
 	out := fs.String("o", "-", "the output file (- is standard output); a name ending in .json gets JSON, any other YAML")
 	overlay := fs.Bool("overlay", false, "write the changes as an OpenAPI Overlay 1.0.0 document instead of the changed spec")
 	checkOnly := fs.Bool("check", false, "write nothing; exit 1 if the -o file differs from what would be written")
+	allowRemote := new(bool)
+	remoteRefsFlag(fs, allowRemote)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: idemgen spec -spec FILE [-o FILE] [-overlay] [-check]\n\n"+
 			"Writes the spec with the idempotency contract of every annotated operation made explicit:\n"+
@@ -31,11 +33,11 @@ func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool)
 			"Example:\n  idemgen spec -spec api/openapi.yaml -o api/published.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	return fs, spec, out, overlay, checkOnly
+	return fs, spec, out, overlay, checkOnly, allowRemote
 }
 
 func runSpec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, spec, out, overlay, checkOnly := specFlags(stderr)
+	fs, spec, out, overlay, checkOnly, allowRemote := specFlags(stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -44,7 +46,7 @@ func runSpec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fs.Usage()
 		return exitUsage
 	}
-	var cfg generator.Config
+	cfg := generator.Config{AllowRemoteRefs: *allowRemote}
 	if !readSpec("idemgen spec", *spec, stdin, &cfg, stderr) {
 		return exitError
 	}
