@@ -15,9 +15,9 @@ import (
 // operation as deliberately unprotected and silences it), with the key to
 // use when the operation already declares one; the key parameters an
 // annotation names that the operation does not declare; and every problem
-// and warning Generate would report. Only cfg.Spec and cfg.SpecData are
-// used. The error is for documents that cannot be read or loaded; the
-// findings, sorted, are the Diagnostics.
+// and warning Generate would report. Only cfg.Spec, cfg.SpecData and
+// cfg.AllowRemoteRefs are used. The error is for documents that cannot be
+// read or loaded; the findings, sorted, are the Diagnostics.
 func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 	data, err := cfg.specData()
 	if err != nil {

@@ -62,8 +62,9 @@ const (
 
 // Publish loads the spec, builds its model (as Generate does; the same
 // errors come back as Diagnostics) and returns the published spec.
-// Only cfg.Spec, cfg.SpecData, cfg.AnnotateMutating (the operations it
-// annotates are published as annotated) and cfg.BasePaths are used.
+// Only cfg.Spec, cfg.SpecData, cfg.AllowRemoteRefs, cfg.AnnotateMutating
+// (the operations it annotates are published as annotated) and
+// cfg.BasePaths are used.
 func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication, error) {
 	data, err := cfg.specData()
 	if err != nil {
