@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v4"
@@ -187,10 +188,8 @@ func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, std
 		return exitUsage, true
 	}
 	fs, _ := generateFlags(io.Discard)
-	set := map[string]bool{}
-	if err := fs.Parse(args); err == nil {
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	}
+	_ = fs.Parse(args) // runGenerate reports a flag error
+	set := given(fs)
 	if set["spec"] {
 		return 0, false // an explicit -spec, even empty, means no config
 	}
@@ -206,19 +205,48 @@ func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, std
 	return code, true
 }
 
+// given is the set of flags fs parsed from the command line.
+func given(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // specFromConfig sets *spec to the spec of idemgen.yaml, for lint and
 // routes run without -spec, and turns *allowRemote on when the file says
-// so; it leaves them when there is no idemgen.yaml. It reports false
-// after printing an error.
-func specFromConfig(cmd string, spec *string, allowRemote *bool, stderr io.Writer) bool {
+// so; it leaves them, and returns nil, when there is no idemgen.yaml. It
+// reports false after printing an error.
+func specFromConfig(cmd string, spec *string, allowRemote *bool, stderr io.Writer) (*fileConfig, bool) {
 	cfg, ok, err := readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return false
+		return nil, false
 	}
-	if ok {
-		*spec = cfg.Spec
-		*allowRemote = *allowRemote || cfg.AllowRemoteRefs
+	if !ok {
+		return nil, true
 	}
-	return true
+	*spec = cfg.Spec
+	*allowRemote = *allowRemote || cfg.AllowRemoteRefs
+	return cfg, true
+}
+
+// shared returns the base-path and annotate-mutating values every output
+// of c has, for routes, which shows the operations as generate protects
+// them; an error when the outputs differ in one that is not in set (given
+// on the command line).
+func (c *fileConfig) shared(set map[string]bool) (basePaths []string, annotate string, err error) {
+	for i, o := range c.Outputs {
+		a, _ := o.annotateFlag()
+		if i == 0 {
+			basePaths, annotate = o.BasePath, a
+			continue
+		}
+		if !set["base-path"] && !slices.Equal(basePaths, o.BasePath) {
+			return nil, "", fmt.Errorf("the outputs of %s have different base-path values; pass -base-path", configFile)
+		}
+		if !set["annotate-mutating"] && a != annotate {
+			return nil, "", fmt.Errorf("the outputs of %s have different annotate-mutating values; pass -annotate-mutating", configFile)
+		}
+	}
+	return basePaths, annotate, nil
 }

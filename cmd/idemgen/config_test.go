@@ -207,7 +207,7 @@ outputs:
 		want string // in stdout and stderr
 	}{
 		{[]string{"lint"}, ""},
-		{[]string{"routes"}, "createOrder"},
+		{[]string{"routes", "-base-path", "/"}, "createOrder"},
 		// Every command that loads the spec takes the flag its error names.
 		{[]string{"routes", "-spec", "openapi.yaml", "-allow-remote-refs"}, "createOrder"},
 		{[]string{"spec", "-spec", "openapi.yaml", "-allow-remote-refs"}, "createOrder): not published: it is not in this file"},
@@ -217,7 +217,37 @@ outputs:
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
 		}
 	}
+	if code, _, errs := runCLI(t, "", "routes"); code != 2 || !strings.Contains(errs, "different base-path values; pass -base-path") {
+		t.Errorf("routes, outputs with different base paths: exit %d, stderr %q", code, errs)
+	}
 	if code, _, errs := runCLI(t, "", "routes", "-spec", "openapi.yaml"); code != 1 || !strings.Contains(errs, "-allow-remote-refs") {
 		t.Errorf("routes without -allow-remote-refs: exit %d, stderr %q", code, errs)
+	}
+}
+
+// routes shows the operations as generate protects them: under the
+// base-path the outputs of idemgen.yaml share, and with those their
+// annotate-mutating annotates; flags replace the file's values.
+func TestConfigRoutes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, "openapi.yaml", "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\nservers: [{url: https://api.example.com/v1}]\npaths:\n  /orders:\n    post:\n      operationId: createOrder\n      responses: {\"200\": {description: ok}}\n")
+	writeFile(t, configFile, `version: 1
+spec: openapi.yaml
+outputs:
+  - {out: a, store: false, base-path: /api, annotate-mutating: {ttl: 2h}}
+  - {out: b, store: false, base-path: [/api], annotate-mutating: {ttl: 2h}}
+`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"routes"}, "createOrder  POST    /api/orders  header Idempotency-Key  anonymous  2h"},
+		{[]string{"routes", "-base-path", "/v2"}, "POST    /v2/orders"},
+		{[]string{"routes", "-annotate-mutating", "true"}, "/api/orders  header Idempotency-Key  anonymous  24h"},
+	} {
+		code, out, errs := runCLI(t, "", tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q, stdout (want %q):\n%s", tc.args, code, errs, tc.want, out)
+		}
 	}
 }

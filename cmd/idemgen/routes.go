@@ -12,12 +12,14 @@ import (
 	"github.com/idemgen/idemgen/generator"
 )
 
-const routesUsage = `Usage: idemgen routes -spec FILE [-markdown]
+const routesUsage = `Usage: idemgen routes -spec FILE [-markdown] [-base-path PATH]... [-annotate-mutating JSON]
 
 Lists the operations that x-idempotent protects, as the generator reads
 them: method, full path (under every server base path), key source,
 principal, ttl, lease and transactional mode. -markdown prints a table for
-a pull request description.
+a pull request description. -base-path and -annotate-mutating are
+generate's; with no -spec, idemgen.yaml gives the spec and the values of
+those its outputs share.
 
 Example:
   idemgen routes -spec api/openapi.yaml -markdown
@@ -26,7 +28,8 @@ Flags:
 `
 
 type routesOpts struct {
-	spec                  string
+	spec, annotate        string
+	basePaths             basePathsFlag
 	markdown, allowRemote bool
 }
 
@@ -37,6 +40,8 @@ func routesFlags(stderr io.Writer) (*flag.FlagSet, *routesOpts) {
 	fs.StringVar(&r.spec, "spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
 	fs.BoolVar(&r.markdown, "markdown", false, "print a Markdown table instead of aligned columns")
 	remoteRefsFlag(fs, &r.allowRemote)
+	fs.StringVar(&r.annotate, "annotate-mutating", "", "as generate's: list the operations it annotates too")
+	fs.Var(&r.basePaths, "base-path", "as generate's: show the paths under this base `path` instead of the spec's servers' (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), routesUsage)
 		fs.PrintDefaults()
@@ -49,12 +54,32 @@ func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !specOrConfig("idemgen routes", fs, &r.spec, &r.allowRemote, stderr) {
+	fc, ok := specOrConfig("idemgen routes", fs, &r.spec, &r.allowRemote, stderr)
+	if !ok {
 		return exitUsage
+	}
+	if fc != nil {
+		// The outputs' base-path and annotate-mutating, as generate uses
+		// them; the flags replace them.
+		set := given(fs)
+		basePaths, annotate, err := fc.shared(set)
+		if err != nil {
+			fmt.Fprintf(stderr, "idemgen routes: %v\n", err)
+			return exitUsage
+		}
+		if !set["base-path"] {
+			r.basePaths = basePaths
+		}
+		if !set["annotate-mutating"] {
+			r.annotate = annotate
+		}
 	}
 	// The model is the generator's: the same annotations, defaults and
 	// base paths that generate would emit.
-	cfg := generator.Config{Package: "routes", SkipStore: true, AllowRemoteRefs: r.allowRemote}
+	cfg := generator.Config{Package: "routes", SkipStore: true, AllowRemoteRefs: r.allowRemote, BasePaths: r.basePaths}
+	if cfg.AnnotateMutating, ok = annotateMutating("idemgen routes", r.annotate, stderr); !ok {
+		return exitUsage
+	}
 	if !readSpec("idemgen routes", r.spec, stdin, &cfg, stderr) {
 		return exitError
 	}

@@ -314,7 +314,7 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !specOrConfig("idemgen lint", fs, &l.spec, &l.allowRemote, stderr) {
+	if _, ok := specOrConfig("idemgen lint", fs, &l.spec, &l.allowRemote, stderr); !ok {
 		return exitUsage
 	}
 	cfg := generator.Config{AllowRemoteRefs: l.allowRemote}
@@ -386,17 +386,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 
 // specOrConfig takes the spec from idemgen.yaml when no -spec was given
 // (lint and routes), and checks that the command has a spec and no
-// arguments. It reports false after printing why (exit 2).
-func specOrConfig(cmd string, fs *flag.FlagSet, spec *string, allowRemote *bool, stderr io.Writer) bool {
-	if *spec == "" && fs.NArg() == 0 && !specFromConfig(cmd, spec, allowRemote, stderr) {
-		return false
+// arguments. It returns the file when the spec came from it, and reports
+// false after printing why (exit 2).
+func specOrConfig(cmd string, fs *flag.FlagSet, spec *string, allowRemote *bool, stderr io.Writer) (*fileConfig, bool) {
+	var fc *fileConfig
+	if *spec == "" && fs.NArg() == 0 {
+		var ok bool
+		if fc, ok = specFromConfig(cmd, spec, allowRemote, stderr); !ok {
+			return nil, false
+		}
 	}
 	if *spec == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: want -spec FILE and nothing else\n", cmd)
 		fs.Usage()
-		return false
+		return nil, false
 	}
-	return true
+	return fc, true
 }
 
 // readSpec sets cfg.Spec from -spec; "-" reads the document from stdin
