@@ -202,39 +202,34 @@ func bodyKinds(op *openapi3.Operation) string {
 // declaresParam reports whether r (or its path item) declares the key's
 // header or query parameter.
 func declaresParam(r *opRef, k *keySpec) bool {
-	for _, params := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
-		for _, p := range params {
-			if p == nil || p.Value == nil {
-				continue
-			}
-			switch {
-			case k.source == KeyHeader && p.Value.In == openapi3.ParameterInHeader && strings.EqualFold(p.Value.Name, k.name):
-				return true
-			case k.source == KeyQuery && p.Value.In == openapi3.ParameterInQuery && p.Value.Name == k.name:
-				return true
-			}
+	return slices.ContainsFunc(r.params(), func(p *openapi3.Parameter) bool {
+		switch k.source {
+		case KeyHeader:
+			return p.In == openapi3.ParameterInHeader && strings.EqualFold(p.Name, k.name)
+		case KeyQuery:
+			return p.In == openapi3.ParameterInQuery && p.Name == k.name
 		}
-	}
-	return false
+		return false
+	})
 }
 
 // checkSharedIDs reports an operationId shared by an annotated operation
 // and one that is not (two annotated ones are a Go name collision): the
 // annotated one's policy, Wrap function and default scope are named after
 // an id that also names another operation.
-func (b *builder) checkSharedIDs(refs []*opRef, annotated map[*opRef]bool) {
+func (b *builder) checkSharedIDs() {
 	byID := map[string][]*opRef{}
-	for _, r := range refs {
+	for _, r := range b.refs {
 		if id := r.op.OperationID; id != "" {
 			byID[id] = append(byID[id], r)
 		}
 	}
-	for _, r := range refs {
-		if annotated[r] || r.op.OperationID == "" {
+	for _, r := range b.refs {
+		if b.annotated[r] || r.op.OperationID == "" {
 			continue
 		}
 		for _, other := range byID[r.op.OperationID] {
-			if annotated[other] {
+			if b.annotated[other] {
 				b.d.add(b.at(r.field("operationId")...), "operation %s: its operationId %s is also that of the annotated %s, whose policy, Wrap function and default scope are named after it; operationIds must be unique (OpenAPI), set a distinct one",
 					describeRef(r), r.op.OperationID, describeRef(other))
 				break

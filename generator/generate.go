@@ -127,13 +127,9 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	data := cfg.SpecData
-	if data == nil {
-		var err error
-		data, err = os.ReadFile(cfg.Spec)
-		if err != nil {
-			return nil, err
-		}
+	data, err := cfg.specData()
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -146,6 +142,16 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	return emit(cfg, model, warnings)
+}
+
+// specData is the main document's text: SpecData, else the file Spec
+// names. Generate, Lint and Publish read it here and nowhere else (the
+// files its $refs name are read by specFiles).
+func (c *Config) specData() ([]byte, error) {
+	if c.SpecData != nil {
+		return c.SpecData, nil
+	}
+	return os.ReadFile(c.Spec)
 }
 
 // emit returns the files of a model.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/textproto"
-	"os"
 	"slices"
 	"strings"
 
@@ -16,16 +15,13 @@ import (
 // operation as deliberately unprotected and silences it), with the key to
 // use when the operation already declares one; the key parameters an
 // annotation names that the operation does not declare; and every problem
-// and warning Generate would report. Only cfg.Spec and cfg.SpecData are
-// used. The error is for documents that cannot be read or loaded; the
-// findings, sorted, are the Diagnostics.
+// and warning Generate would report. Only cfg.Spec, cfg.SpecData and
+// cfg.AllowRemoteRefs are used. The error is for documents that cannot be
+// read or loaded; the findings, sorted, are the Diagnostics.
 func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
-	data := cfg.SpecData
-	if data == nil {
-		var err error
-		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
-		}
+	data, err := cfg.specData()
+	if err != nil {
+		return nil, err
 	}
 	cfg.AnnotateMutating = nil
 	if cfg.Package == "" {
@@ -61,21 +57,15 @@ func suggestKey(r *opRef) string {
 			best = &c
 		}
 	}
-	for _, params := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
-		for _, p := range params {
-			if p == nil || p.Value == nil {
-				continue
-			}
-			v := p.Value
-			rank := keyNameRank(v.Name)
-			if rank < 0 || (v.In != openapi3.ParameterInHeader && v.In != openapi3.ParameterInQuery) {
-				continue
-			}
-			if v.In == openapi3.ParameterInQuery {
-				rank += 2
-			}
-			consider(cand{rank, v.In, v.Name, v.Required})
+	for _, v := range r.params() {
+		rank := keyNameRank(v.Name)
+		if rank < 0 || (v.In != openapi3.ParameterInHeader && v.In != openapi3.ParameterInQuery) {
+			continue
 		}
+		if v.In == openapi3.ParameterInQuery {
+			rank += 2
+		}
+		consider(cand{rank, v.In, v.Name, v.Required})
 	}
 	if best == nil {
 		for _, s := range jsonBodySchemas(r.op) {

@@ -74,25 +74,14 @@ func (b *builder) streamingSkipped(r *opRef) bool {
 }
 
 // lintDesign adds Lint's API-design findings about the operations under
-// paths and webhooks: a DELETE whose documented 404 answers a repeat, and
+// paths and webhooks (run found them): a DELETE whose documented 404 answers a repeat, and
 // an annotated operation that documents 422 for errors of its own.
 func (b *builder) lintDesign() {
-	annotated := map[string]bool{}
-	for _, o := range b.ops {
-		annotated[opIdentity(o.Kind, o.Method, o.Path)] = true
-	}
-	var refs []*opRef
-	if b.doc.Paths != nil {
-		m := b.doc.Paths.Map()
-		for _, path := range slices.Sorted(maps.Keys(m)) {
-			refs = append(refs, itemOps(m[path], InPaths, path, []string{"paths", path})...)
+	for _, r := range b.refs {
+		if r.kind == InCallbacks {
+			continue
 		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(b.doc.Webhooks)) {
-		refs = append(refs, itemOps(b.doc.Webhooks[name], InWebhooks, name, []string{"webhooks", name})...)
-	}
-	for _, r := range refs {
-		on := annotated[opIdentity(r.kind, r.method, r.path)]
+		on := b.annotated[r]
 		if r.kind == InPaths && r.method == "DELETE" && !on {
 			b.lintDelete(r)
 		}
@@ -100,10 +89,6 @@ func (b *builder) lintDesign() {
 			b.lint422(r)
 		}
 	}
-}
-
-func opIdentity(kind OpKind, method, path string) string {
-	return string(rune('0'+kind)) + " " + method + " " + path
 }
 
 // responsePos is the place of a response's status in the spec.

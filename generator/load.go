@@ -30,6 +30,11 @@ type builder struct {
 	w        diags // warnings: generation goes on
 	defaults *annotation
 	ops      []*Operation
+	// refs are every operation of the document (callbacks after their
+	// parent), in the order run found them; annotated are those that
+	// carry (or were given) an annotation.
+	refs      []*opRef
+	annotated map[*opRef]bool
 	// unannotated are the mutating operations under paths without any
 	// x-idempotent (not even false), for Lint.
 	unannotated []Diagnostic
@@ -152,6 +157,20 @@ type opRef struct {
 // field is the keys to a field of the operation.
 func (r *opRef) field(name string) []string { return append(slices.Clip(r.keys), name) }
 
+// params are the parameters the operation declares, its own first, then
+// its path item's.
+func (r *opRef) params() []*openapi3.Parameter {
+	var out []*openapi3.Parameter
+	for _, list := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
+		for _, p := range list {
+			if p != nil && p.Value != nil {
+				out = append(out, p.Value)
+			}
+		}
+	}
+	return out
+}
+
 func (b *builder) run() {
 	if v, ok := b.doc.Extensions[extDefaults]; ok {
 		// On errors the operations go on with the contract's defaults, so
@@ -161,15 +180,15 @@ func (b *builder) run() {
 	if _, ok := b.doc.Extensions[extOp]; ok {
 		b.d.add(b.at(extOp), "%s belongs on an operation; document-wide defaults go in %s", extOp, extDefaults)
 	}
-	var refs []*opRef
+	b.refs = nil
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
 		for _, path := range slices.Sorted(maps.Keys(m)) {
 			item, keys := m[path], []string{"paths", path}
 			b.checkPathItem(item, keys)
 			for _, r := range itemOps(item, InPaths, path, keys) {
-				refs = append(refs, r)
-				refs = append(refs, callbackOps(r)...)
+				b.refs = append(b.refs, r)
+				b.refs = append(b.refs, callbackOps(r)...)
 			}
 		}
 	}
@@ -177,18 +196,18 @@ func (b *builder) run() {
 		keys := []string{"webhooks", name}
 		b.checkPathItem(b.doc.Webhooks[name], keys)
 		for _, r := range itemOps(b.doc.Webhooks[name], InWebhooks, name, keys) {
-			refs = append(refs, r)
-			refs = append(refs, callbackOps(r)...)
+			b.refs = append(b.refs, r)
+			b.refs = append(b.refs, callbackOps(r)...)
 		}
 	}
 	byName := map[string]*Operation{}
-	annotated := map[*opRef]bool{}
-	for _, r := range refs {
+	b.annotated = map[*opRef]bool{}
+	for _, r := range b.refs {
 		op := b.operation(r)
 		if op == nil {
 			continue
 		}
-		annotated[r] = true
+		b.annotated[r] = true
 		if prev, dup := byName[op.GoName]; dup {
 			b.d.add(op.Pos, "operation %s: its Go name %s is already taken by %s (set a distinct operationId)", describeOp(op), op.GoName, describeOp(prev))
 			continue
@@ -196,7 +215,7 @@ func (b *builder) run() {
 		byName[op.GoName] = op
 		b.ops = append(b.ops, op)
 	}
-	b.checkSharedIDs(refs, annotated)
+	b.checkSharedIDs()
 	b.checkRoutes()
 }
 

@@ -440,16 +440,24 @@ func (fs *specFiles) follow(from *source, ref string) (*source, []string, bool) 
 			return nil, nil, false
 		}
 	}
-	var keys []string
-	if frag = strings.TrimPrefix(frag, "/"); frag != "" {
-		for _, k := range strings.Split(frag, "/") {
-			if u, err := url.PathUnescape(k); err == nil {
-				k = u
-			}
-			keys = append(keys, strings.ReplaceAll(strings.ReplaceAll(k, "~1", "/"), "~0", "~"))
-		}
+	return target, pointerKeys(frag), true
+}
+
+// pointerKeys decodes the JSON Pointer of a $ref's fragment ("/paths/~1orders",
+// percent-encoded or not) into its keys; nil for the whole document.
+func pointerKeys(frag string) []string {
+	frag = strings.TrimPrefix(frag, "/")
+	if frag == "" {
+		return nil
 	}
-	return target, keys, true
+	var keys []string
+	for _, k := range strings.Split(frag, "/") {
+		if u, err := url.PathUnescape(k); err == nil {
+			k = u
+		}
+		keys = append(keys, strings.ReplaceAll(strings.ReplaceAll(k, "~1", "/"), "~0", "~"))
+	}
+	return keys
 }
 
 // resolve names the file that ref, written in the file named from, points

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/textproto"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -63,15 +62,13 @@ const (
 
 // Publish loads the spec, builds its model (as Generate does; the same
 // errors come back as Diagnostics) and returns the published spec.
-// Only cfg.Spec, cfg.SpecData, cfg.AnnotateMutating (the operations it
-// annotates are published as annotated) and cfg.BasePaths are used.
+// Only cfg.Spec, cfg.SpecData, cfg.AllowRemoteRefs, cfg.AnnotateMutating
+// (the operations it annotates are published as annotated) and
+// cfg.BasePaths are used.
 func Publish(ctx context.Context, cfg Config, opts PublishOptions) (*Publication, error) {
-	data := cfg.SpecData
-	if data == nil {
-		var err error
-		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
-		}
+	data, err := cfg.specData()
+	if err != nil {
+		return nil, err
 	}
 	cfg.Package, cfg.SkipStore = "publish", true
 	if err := cfg.check(); err != nil {

@@ -142,22 +142,16 @@ func plain(n *yaml.Node) {
 	}
 }
 
-// unescapePointer decodes one JSON Pointer token (RFC 6901).
-func unescapePointer(tok string) string {
-	return strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-}
-
 // resolve follows a local $ref ("#/components/...") from the document's
 // root; nil, "" for any other reference or a dangling one. It returns the
 // node and its JSONPath.
 func resolve(root *yaml.Node, ref string) (*yaml.Node, string) {
-	rest, ok := strings.CutPrefix(ref, "#/")
+	frag, ok := strings.CutPrefix(ref, "#/")
 	if !ok {
 		return nil, ""
 	}
 	n, path := root, "$"
-	for _, tok := range strings.Split(rest, "/") {
-		tok = unescapePointer(tok)
+	for _, tok := range pointerKeys(frag) {
 		n = get(n, tok)
 		if n == nil {
 			return nil, ""

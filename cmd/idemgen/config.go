@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v4"
@@ -26,16 +27,21 @@ import (
 //	  - out: internal/idemlite
 //	    dialect: sqlite
 //	    table: request_keys
+//	    base-path: [/]
 //
-// Paths are relative to the file's folder (the current one). Flags given
-// on the command line override the file's values, in every output.
+// Each key of an output is the generate flag of that name; base-path is
+// one path or a list, allow-remote-refs (at the top: it is about reading
+// the spec) also applies to lint and routes. Paths are relative to the
+// file's folder (the current one). Flags given on the command line
+// replace the file's values, in every output.
 const configFile = "idemgen.yaml"
 
 // fileConfig is idemgen.yaml.
 type fileConfig struct {
-	Version int          `yaml:"version"`
-	Spec    string       `yaml:"spec"`
-	Outputs []fileOutput `yaml:"outputs"`
+	Version         int          `yaml:"version"`
+	Spec            string       `yaml:"spec"`
+	AllowRemoteRefs bool         `yaml:"allow-remote-refs"`
+	Outputs         []fileOutput `yaml:"outputs"`
 }
 
 // fileOutput is one generated package: the flags of one generate run.
@@ -47,6 +53,24 @@ type fileOutput struct {
 	Store   *bool  `yaml:"store"`
 	// AnnotateMutating is true or an object, as -annotate-mutating.
 	AnnotateMutating any `yaml:"annotate-mutating"`
+	// BasePath is -base-path, repeated: one path or a list.
+	BasePath stringList `yaml:"base-path"`
+}
+
+// stringList is a YAML list of strings, or one string.
+type stringList []string
+
+func (l *stringList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = stringList{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*l = list
+	return nil
 }
 
 // readConfig reads idemgen.yaml from the current folder; ok is false when
@@ -111,25 +135,39 @@ func (o fileOutput) annotateFlag() (string, error) {
 	return "", fmt.Errorf("annotate-mutating: want true or an object, got %v", o.AnnotateMutating)
 }
 
-// args are the generate flags of o; flags given later on the same
-// command line override them (the flag package keeps the last value).
-func (o fileOutput) args(spec string) []string {
-	args := []string{"-spec", spec, "-out", o.Out}
+// args are the generate flags of output o of c, but for those in set
+// (given on the command line, which replace them).
+func (c *fileConfig) args(o fileOutput, set map[string]bool) []string {
+	var args []string
+	add := func(name string, values ...string) {
+		if set[name] {
+			return
+		}
+		for _, v := range values {
+			args = append(args, "-"+name+"="+v)
+		}
+	}
+	add("spec", c.Spec)
+	add("out", o.Out)
+	if c.AllowRemoteRefs {
+		add("allow-remote-refs", "true")
+	}
 	if o.Package != "" {
-		args = append(args, "-package", o.Package)
+		add("package", o.Package)
 	}
 	if o.Dialect != "" {
-		args = append(args, "-dialect", o.Dialect)
+		add("dialect", o.Dialect)
 	}
 	if o.Table != "" {
-		args = append(args, "-table", o.Table)
+		add("table", o.Table)
 	}
 	if o.Store != nil {
-		args = append(args, "-store="+strconv.FormatBool(*o.Store))
+		add("store", strconv.FormatBool(*o.Store))
 	}
 	if a, _ := o.annotateFlag(); a != "" {
-		args = append(args, "-annotate-mutating", a)
+		add("annotate-mutating", a)
 	}
+	add("base-path", o.BasePath...)
 	return args
 }
 
@@ -150,10 +188,8 @@ func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, std
 		return exitUsage, true
 	}
 	fs, _ := generateFlags(io.Discard)
-	set := map[string]bool{}
-	if err := fs.Parse(args); err == nil {
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	}
+	_ = fs.Parse(args) // runGenerate reports a flag error
+	set := given(fs)
 	if set["spec"] {
 		return 0, false // an explicit -spec, even empty, means no config
 	}
@@ -164,22 +200,53 @@ func generateFromConfig(ctx context.Context, args []string, stdin io.Reader, std
 	code = exitOK
 	for _, o := range cfg.Outputs {
 		// Usage (2) outranks errors (1) outranks success (0).
-		code = max(code, runGenerate(ctx, append(o.args(cfg.Spec), args...), stdin, stdout, stderr))
+		code = max(code, runGenerate(ctx, append(cfg.args(o, set), args...), stdin, stdout, stderr))
 	}
 	return code, true
 }
 
+// given is the set of flags fs parsed from the command line.
+func given(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // specFromConfig sets *spec to the spec of idemgen.yaml, for lint and
-// routes run without -spec; it leaves it empty when there is no
-// idemgen.yaml. It reports false after printing an error.
-func specFromConfig(cmd string, spec *string, stderr io.Writer) bool {
+// routes run without -spec, and turns *allowRemote on when the file says
+// so; it leaves them, and returns nil, when there is no idemgen.yaml. It
+// reports false after printing an error.
+func specFromConfig(cmd string, spec *string, allowRemote *bool, stderr io.Writer) (*fileConfig, bool) {
 	cfg, ok, err := readConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return false
+		return nil, false
 	}
-	if ok {
-		*spec = cfg.Spec
+	if !ok {
+		return nil, true
 	}
-	return true
+	*spec = cfg.Spec
+	*allowRemote = *allowRemote || cfg.AllowRemoteRefs
+	return cfg, true
+}
+
+// shared returns the base-path and annotate-mutating values every output
+// of c has, for routes, which shows the operations as generate protects
+// them; an error when the outputs differ in one that is not in set (given
+// on the command line).
+func (c *fileConfig) shared(set map[string]bool) (basePaths []string, annotate string, err error) {
+	for i, o := range c.Outputs {
+		a, _ := o.annotateFlag()
+		if i == 0 {
+			basePaths, annotate = o.BasePath, a
+			continue
+		}
+		if !set["base-path"] && !slices.Equal(basePaths, o.BasePath) {
+			return nil, "", fmt.Errorf("the outputs of %s have different base-path values; pass -base-path", configFile)
+		}
+		if !set["annotate-mutating"] && a != annotate {
+			return nil, "", fmt.Errorf("the outputs of %s have different annotate-mutating values; pass -annotate-mutating", configFile)
+		}
+	}
+	return basePaths, annotate, nil
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +150,104 @@ paths:
 	src, _ := os.ReadFile("idem/idemgen_policies.go")
 	if !strings.Contains(string(src), "createOrder") || !strings.Contains(string(src), "2 * time.Hour") {
 		t.Errorf("annotate-mutating was not applied:\n%s", src)
+	}
+}
+
+// Every flag of generate can come from the file: base-path (one or a
+// list, per output) and allow-remote-refs (at the top, for lint and
+// routes too). A flag on the command line replaces the file's value,
+// even a repeatable one.
+func TestConfigBasePathAndRemoteRefs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "post:\n  operationId: createOrder\n  x-idempotent: true\n  responses: {\"200\": {description: ok}}\n")
+	}))
+	defer srv.Close()
+	writeFile(t, "openapi.yaml", "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\nservers: [{url: https://api.example.com/v1}]\npaths:\n  /orders: {$ref: '"+srv.URL+"/orders.yaml'}\n")
+	writeFile(t, configFile, `version: 1
+spec: openapi.yaml
+allow-remote-refs: true
+outputs:
+  - {out: one, store: false, base-path: /}
+  - {out: two, store: false, base-path: [/v2, /]}
+`)
+	// basePaths is the policy's BasePaths value, "none" when it has none
+	// (the root alone).
+	basePaths := func(dir string) string {
+		src, err := os.ReadFile(filepath.Join(dir, "idemgen_policies.go"))
+		if err != nil {
+			return err.Error()
+		}
+		_, after, ok := strings.Cut(string(src), "BasePaths:")
+		if !ok {
+			return "none"
+		}
+		line, _, _ := strings.Cut(after, "\n")
+		return strings.TrimSpace(line)
+	}
+	if code, _, errs := runCLI(t, "", "generate"); code != 0 {
+		t.Fatalf("generate: exit %d, stderr %s", code, errs)
+	}
+	if got, want := basePaths("one"), "none"; got != want {
+		t.Errorf("one: BasePaths %s, want %s", got, want)
+	}
+	if got, want := basePaths("two"), `[]string{"", "/v2"},`; got != want {
+		t.Errorf("two: BasePaths %s, want %s", got, want)
+	}
+	if code, _, errs := runCLI(t, "", "generate", "-base-path", "/v3"); code != 0 {
+		t.Fatalf("generate -base-path /v3: exit %d, stderr %s", code, errs)
+	}
+	for _, dir := range []string{"one", "two"} {
+		if got, want := basePaths(dir), `[]string{"/v3"},`; got != want {
+			t.Errorf("-base-path /v3: %s: BasePaths %s, want %s", dir, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in stdout and stderr
+	}{
+		{[]string{"lint"}, ""},
+		{[]string{"routes", "-base-path", "/"}, "createOrder"},
+		// Every command that loads the spec takes the flag its error names.
+		{[]string{"routes", "-spec", "openapi.yaml", "-allow-remote-refs"}, "createOrder"},
+		{[]string{"spec", "-spec", "openapi.yaml", "-allow-remote-refs"}, "createOrder): not published: it is not in this file"},
+	} {
+		code, out, errs := runCLI(t, "", tc.args...)
+		if code != 0 || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "routes"); code != 2 || !strings.Contains(errs, "different base-path values; pass -base-path") {
+		t.Errorf("routes, outputs with different base paths: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "routes", "-spec", "openapi.yaml"); code != 1 || !strings.Contains(errs, "-allow-remote-refs") {
+		t.Errorf("routes without -allow-remote-refs: exit %d, stderr %q", code, errs)
+	}
+}
+
+// routes shows the operations as generate protects them: under the
+// base-path the outputs of idemgen.yaml share, and with those their
+// annotate-mutating annotates; flags replace the file's values.
+func TestConfigRoutes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, "openapi.yaml", "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\nservers: [{url: https://api.example.com/v1}]\npaths:\n  /orders:\n    post:\n      operationId: createOrder\n      responses: {\"200\": {description: ok}}\n")
+	writeFile(t, configFile, `version: 1
+spec: openapi.yaml
+outputs:
+  - {out: a, store: false, base-path: /api, annotate-mutating: {ttl: 2h}}
+  - {out: b, store: false, base-path: [/api], annotate-mutating: {ttl: 2h}}
+`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"routes"}, "createOrder  POST    /api/orders  header Idempotency-Key  anonymous  2h"},
+		{[]string{"routes", "-base-path", "/v2"}, "POST    /v2/orders"},
+		{[]string{"routes", "-annotate-mutating", "true"}, "/api/orders  header Idempotency-Key  anonymous  24h"},
+	} {
+		code, out, errs := runCLI(t, "", tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q, stdout (want %q):\n%s", tc.args, code, errs, tc.want, out)
+		}
 	}
 }

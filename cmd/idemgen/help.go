@@ -14,8 +14,8 @@ var subcommandFlags = []struct {
 }{
 	{"generate", func(w io.Writer) *flag.FlagSet { fs, _ := generateFlags(w); return fs }},
 	{"lint", func(w io.Writer) *flag.FlagSet { fs, _ := lintFlags(w); return fs }},
-	{"routes", func(w io.Writer) *flag.FlagSet { fs, _, _ := routesFlags(w); return fs }},
-	{"spec", func(w io.Writer) *flag.FlagSet { fs, _, _, _, _ := specFlags(w); return fs }},
+	{"routes", func(w io.Writer) *flag.FlagSet { fs, _ := routesFlags(w); return fs }},
+	{"spec", func(w io.Writer) *flag.FlagSet { fs, _ := specFlags(w); return fs }},
 }
 
 // runHelp prints the usage and every flag of every subcommand, or, given

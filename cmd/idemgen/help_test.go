@@ -19,7 +19,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}{
 		{"generate", func() *flag.FlagSet { fs, _ := generateFlags(io.Discard); return fs }()},
 		{"lint", func() *flag.FlagSet { fs, _ := lintFlags(io.Discard); return fs }()},
-		{"routes", func() *flag.FlagSet { fs, _, _ := routesFlags(io.Discard); return fs }()},
+		{"routes", func() *flag.FlagSet { fs, _ := routesFlags(io.Discard); return fs }()},
 	} {
 		i := strings.Index(out, "Flags of idemgen "+sc.name+":")
 		if i < 0 {

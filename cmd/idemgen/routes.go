@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,12 +12,14 @@ import (
 	"github.com/idemgen/idemgen/generator"
 )
 
-const routesUsage = `Usage: idemgen routes -spec FILE [-markdown]
+const routesUsage = `Usage: idemgen routes -spec FILE [-markdown] [-base-path PATH]... [-annotate-mutating JSON]
 
 Lists the operations that x-idempotent protects, as the generator reads
 them: method, full path (under every server base path), key source,
 principal, ttl, lease and transactional mode. -markdown prints a table for
-a pull request description.
+a pull request description. -base-path and -annotate-mutating are
+generate's; with no -spec, idemgen.yaml gives the spec and the values of
+those its outputs share.
 
 Example:
   idemgen routes -spec api/openapi.yaml -markdown
@@ -26,66 +27,73 @@ Example:
 Flags:
 `
 
-func routesFlags(stderr io.Writer) (*flag.FlagSet, *string, *bool) {
+type routesOpts struct {
+	spec, annotate        string
+	basePaths             basePathsFlag
+	markdown, allowRemote bool
+}
+
+func routesFlags(stderr io.Writer) (*flag.FlagSet, *routesOpts) {
 	fs := flag.NewFlagSet("idemgen routes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
-	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned columns")
+	r := &routesOpts{}
+	fs.StringVar(&r.spec, "spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	fs.BoolVar(&r.markdown, "markdown", false, "print a Markdown table instead of aligned columns")
+	remoteRefsFlag(fs, &r.allowRemote)
+	fs.StringVar(&r.annotate, "annotate-mutating", "", "as generate's: list the operations it annotates too")
+	fs.Var(&r.basePaths, "base-path", "as generate's: show the paths under this base `path` instead of the spec's servers' (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), routesUsage)
 		fs.PrintDefaults()
 	}
-	return fs, spec, markdown
+	return fs, r
 }
 
 func runRoutes(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, spec, markdown := routesFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	fs, r := routesFlags(stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	fc, ok := specOrConfig("idemgen routes", fs, &r.spec, &r.allowRemote, stderr)
+	if !ok {
+		return exitUsage
+	}
+	if fc != nil {
+		// The outputs' base-path and annotate-mutating, as generate uses
+		// them; the flags replace them.
+		set := given(fs)
+		basePaths, annotate, err := fc.shared(set)
+		if err != nil {
+			fmt.Fprintf(stderr, "idemgen routes: %v\n", err)
+			return exitUsage
 		}
-		return exitUsage
-	}
-	if *spec == "" && fs.NArg() == 0 && !specFromConfig("idemgen routes", spec, stderr) {
-		return exitUsage
-	}
-	if *spec == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "idemgen routes: want -spec FILE and nothing else")
-		fs.Usage()
-		return exitUsage
+		if !set["base-path"] {
+			r.basePaths = basePaths
+		}
+		if !set["annotate-mutating"] {
+			r.annotate = annotate
+		}
 	}
 	// The model is the generator's: the same annotations, defaults and
 	// base paths that generate would emit.
-	cfg := generator.Config{Spec: *spec, Package: "routes", SkipStore: true}
-	if *spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen routes: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	cfg := generator.Config{Package: "routes", SkipStore: true, AllowRemoteRefs: r.allowRemote, BasePaths: r.basePaths}
+	if cfg.AnnotateMutating, ok = annotateMutating("idemgen routes", r.annotate, stderr); !ok {
+		return exitUsage
+	}
+	if !readSpec("idemgen routes", r.spec, stdin, &cfg, stderr) {
+		return exitError
 	}
 	res, err := generator.Generate(ctx, cfg)
 	if err != nil {
-		var ds generator.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d)
-			}
-		} else {
-			fmt.Fprintf(stderr, "idemgen routes: %v\n", err)
-		}
-		return exitError
+		return reportErr("idemgen routes", err, stderr)
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
+	printAll(stderr, res.Warnings)
 	rows := routeRows(res.Model)
 	if len(rows) == 0 {
 		fmt.Fprintf(stderr, "idemgen routes: no operation of %s carries x-idempotent\n", cfg.Spec)
 		return exitOK
 	}
-	if *markdown {
+	if r.markdown {
 		writeMarkdown(stdout, rows)
 	} else {
 		writeColumns(stdout, rows)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,15 +15,23 @@ import (
 // idemgen spec: the spec published for clients, with the contract made
 // explicit (generator.Publish).
 
-func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool) {
+type specOpts struct {
+	spec, out, annotate             string
+	overlay, checkOnly, allowRemote bool
+}
+
+func specFlags(stderr io.Writer) (*flag.FlagSet, *specOpts) {
 	fs := flag.NewFlagSet("idemgen spec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
-	out := fs.String("o", "-", "the output file (- is standard output); a name ending in .json gets JSON, any other YAML")
-	overlay := fs.Bool("overlay", false, "write the changes as an OpenAPI Overlay 1.0.0 document instead of the changed spec")
-	checkOnly := fs.Bool("check", false, "write nothing; exit 1 if the -o file differs from what would be written")
+	o := &specOpts{}
+	fs.StringVar(&o.spec, "spec", "", "the OpenAPI document (YAML or JSON; - reads standard input)")
+	fs.StringVar(&o.out, "o", "-", "the output file (- is standard output); a name ending in .json gets JSON, any other YAML")
+	fs.BoolVar(&o.overlay, "overlay", false, "write the changes as an OpenAPI Overlay 1.0.0 document instead of the changed spec")
+	fs.BoolVar(&o.checkOnly, "check", false, "write nothing; exit 1 if the -o file differs from what would be written")
+	fs.StringVar(&o.annotate, "annotate-mutating", "", annotateMutatingUsage+"\n(give generate's value, so that the operations it protects are published with their key)")
+	remoteRefsFlag(fs, &o.allowRemote)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: idemgen spec -spec FILE [-o FILE] [-overlay] [-check]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: idemgen spec -spec FILE [-o FILE] [-overlay] [-check] [-annotate-mutating JSON]\n\n"+
 			"Writes the spec with the idempotency contract of every annotated operation made explicit:\n"+
 			"the key parameter, the problem responses (400, 401, 409, 413, 422, 503), the\n"+
 			"Idempotent-Replayed header on saved responses, and the resolved policy in x-idempotent.\n"+
@@ -32,61 +39,47 @@ func specFlags(stderr io.Writer) (*flag.FlagSet, *string, *string, *bool, *bool)
 			"Example:\n  idemgen spec -spec api/openapi.yaml -o api/published.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	return fs, spec, out, overlay, checkOnly
+	return fs, o
 }
 
 func runSpec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, spec, out, overlay, checkOnly := specFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	fs, o := specFlags(stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	if *spec == "" || fs.NArg() > 0 || (*checkOnly && *out == "-") {
+	if o.spec == "" || fs.NArg() > 0 || (o.checkOnly && o.out == "-") {
 		fmt.Fprintln(stderr, "idemgen spec: want -spec FILE, optionally -o FILE (-check needs one), -overlay, and nothing else")
 		fs.Usage()
 		return exitUsage
 	}
-	cfg := generator.Config{Spec: *spec}
-	if *spec == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "idemgen spec: reading standard input: %v\n", err)
-			return exitError
-		}
-		cfg.Spec, cfg.SpecData = "<stdin>", data
+	cfg := generator.Config{AllowRemoteRefs: o.allowRemote}
+	var ok bool
+	if cfg.AnnotateMutating, ok = annotateMutating("idemgen spec", o.annotate, stderr); !ok {
+		return exitUsage
 	}
-	pub, err := generator.Publish(ctx, cfg, generator.PublishOptions{Overlay: *overlay, JSON: strings.HasSuffix(*out, ".json")})
-	if err != nil {
-		var ds generator.Diagnostics
-		if errors.As(err, &ds) {
-			for _, d := range ds {
-				fmt.Fprintln(stderr, d)
-			}
-		} else {
-			fmt.Fprintf(stderr, "idemgen spec: %v\n", err)
-		}
+	if !readSpec("idemgen spec", o.spec, stdin, &cfg, stderr) {
 		return exitError
 	}
-	for _, d := range append(pub.Warnings, pub.Notes...) {
-		fmt.Fprintln(stderr, d)
+	pub, err := generator.Publish(ctx, cfg, generator.PublishOptions{Overlay: o.overlay, JSON: strings.HasSuffix(o.out, ".json")})
+	if err != nil {
+		return reportErr("idemgen spec", err, stderr)
 	}
+	printAll(stderr, pub.Warnings, pub.Notes)
 	switch {
-	case *checkOnly:
-		old, err := os.ReadFile(*out)
+	case o.checkOnly:
+		old, err := os.ReadFile(o.out)
 		if err != nil || !bytes.Equal(old, pub.Data) {
-			fmt.Fprintf(stdout, "stale: %s\n", *out)
-			fmt.Fprintf(stderr, "idemgen spec -check: %s is out of date; run idemgen spec without -check\n", *out)
+			fmt.Fprintf(stdout, "stale: %s\n", o.out)
+			fmt.Fprintf(stderr, "idemgen spec -check: %s is out of date; run idemgen spec without -check\n", o.out)
 			return exitError
 		}
-	case *out == "-":
+	case o.out == "-":
 		if _, err := stdout.Write(pub.Data); err != nil {
 			fmt.Fprintf(stderr, "idemgen spec: %v\n", err)
 			return exitError
 		}
 	default:
-		if err := os.WriteFile(*out, pub.Data, 0o644); err != nil {
+		if err := os.WriteFile(o.out, pub.Data, 0o644); err != nil {
 			fmt.Fprintf(stderr, "idemgen spec: %v\n", err)
 			return exitError
 		}

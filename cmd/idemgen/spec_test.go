@@ -281,3 +281,21 @@ func TestSpecCommand(t *testing.T) {
 		t.Errorf("-check after writing: exit %d", code)
 	}
 }
+
+// The operations generate -annotate-mutating protects are published with
+// their key when spec is given the same value; a bad value is a usage
+// error, as for generate.
+func TestSpecAnnotateMutating(t *testing.T) {
+	unannotated := "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    post:\n      operationId: createA\n      responses: {\"200\": {description: ok}}\n"
+	code, out, errs := runCLI(t, unannotated, "spec", "-spec", "-")
+	if code != exitOK || strings.Contains(out, "Idempotency-Key") {
+		t.Fatalf("without the flag: exit %d, stderr %q; the key is published:\n%s", code, errs, out)
+	}
+	code, out, errs = runCLI(t, unannotated, "spec", "-spec", "-", "-annotate-mutating", `{"ttl": "2h"}`)
+	if code != exitOK || !strings.Contains(out, "name: Idempotency-Key") || !strings.Contains(out, "ttl: 2h") {
+		t.Errorf("-annotate-mutating: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	if code, _, errs := runCLI(t, unannotated, "spec", "-spec", "-", "-annotate-mutating", `{"ttl": "1 day"}`); code != exitUsage || !strings.Contains(errs, "idemgen spec: -annotate-mutating: ") {
+		t.Errorf("a bad -annotate-mutating: exit %d, stderr %q", code, errs)
+	}
+}
