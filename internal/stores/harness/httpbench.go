@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,7 +149,7 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 	b.ResetTimer()
 	for range b.N * 8 {
 		for _, c := range cases {
-			n := httpPhase(b, slice, client, c.send)
+			n := phase(b, slice, func(_ context.Context, i int64) error { return c.send(client, i) })
 			c.n += n
 			c.rounds = append(c.rounds, n)
 		}
@@ -200,29 +198,6 @@ func do(c *http.Client, req *http.Request, want int) error {
 		return fmt.Errorf("%s %s: status %d: %.200s", req.Method, req.URL.Path, resp.StatusCode, buf.Bytes())
 	}
 	return nil
-}
-
-// httpPhase runs send from Clients goroutines for d and returns how many
-// requests completed.
-func httpPhase(b *testing.B, d time.Duration, c *http.Client, send func(*http.Client, int64) error) int64 {
-	var n, done atomic.Int64
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if err := send(c, n.Add(1)); err != nil {
-					b.Error(err)
-					return
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return done.Load()
 }
 
 // loadAverage is the 1-minute load average (Linux), or 0.
