@@ -179,6 +179,17 @@ func complete(t *testing.T, st idemrt.Store, k idemrt.RecordKey, epoch int64, r 
 	}
 }
 
+// txComplete completes k at epoch with sampleResponse in tx, and rolls tx
+// back and fails t if that fails.
+func txComplete(t *testing.T, tx idemrt.Tx, k idemrt.RecordKey, epoch int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("Tx.Complete(%q, epoch %d): %v", k.Key, epoch, err)
+	}
+}
+
 func sameResponse(t *testing.T, got, want *idemrt.SavedResponse) {
 	t.Helper()
 	if got == nil {
@@ -704,10 +715,7 @@ func (s *suite) txCommit(t *testing.T, st idemrt.Store) {
 	if err != nil {
 		t.Fatalf("BeginTx: %v", err)
 	}
-	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatalf("Tx.Complete: %v", err)
-	}
+	txComplete(t, tx, k, res.Epoch)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -726,10 +734,7 @@ func (s *suite) txRollback(t *testing.T, st idemrt.Store) {
 	if err != nil {
 		t.Fatalf("BeginTx: %v", err)
 	}
-	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatalf("Tx.Complete: %v", err)
-	}
+	txComplete(t, tx, k, res.Epoch)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
@@ -921,10 +926,7 @@ func (s *suite) claimTxCommit(t *testing.T, st idemrt.Store) {
 	if res.Epoch <= 0 || res.TakenOver {
 		t.Errorf("new record: epoch %d, taken over %v", res.Epoch, res.TakenOver)
 	}
-	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatalf("Tx.Complete: %v", err)
-	}
+	txComplete(t, tx, k, res.Epoch)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -945,10 +947,7 @@ func (s *suite) claimTxRollback(t *testing.T, st idemrt.Store) {
 	k := s.key(t)
 	tx, res := beginClaim(t, ts, ctx, claimReq(k, fp("a"), longLease, longTTL))
 	wantState(t, res, idemrt.Acquired)
-	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatalf("Tx.Complete: %v", err)
-	}
+	txComplete(t, tx, k, res.Epoch)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
@@ -1031,10 +1030,7 @@ func (s *suite) claimTxConcurrent(t *testing.T, st idemrt.Store) {
 		early = &o
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: res.Epoch, Response: sampleResponse(), TTL: longTTL}); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatalf("Tx.Complete: %v", err)
-	}
+	txComplete(t, tx, k, res.Epoch)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}

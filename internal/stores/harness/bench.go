@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,11 +77,10 @@ func parallel(b *testing.B, fn func(ctx context.Context, i int64) error) {
 // through the wrapper over st, in process, and checks for 201. Safe for
 // concurrent use.
 func server(b *testing.B, st idemrt.Store) func(key string) error {
-	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 	h, err := idemrt.Wrap(idemrt.Options{Store: st}, policy(false, time.Minute), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
+		w.Write(httpBody)
 	}))
 	if err != nil {
 		b.Fatal(err)
@@ -255,30 +255,63 @@ func phase(b *testing.B, d time.Duration, fn func(ctx context.Context, i int64) 
 	return done.Load()
 }
 
-// Ratios measures the two comparisons of the targets with their sides
-// interleaved: rounds of 250 ms of plain INSERT, new keys through the
-// wrapper, primary-key SELECT and replays through the wrapper, 16 clients
-// each, so that a load change on a shared machine hits both sides of a
-// ratio alike. It reports requests per second of each side and the ratios
-// newkey/insert and replay/select (targets: 0.45 and 0.85).
-func Ratios(b *testing.B, st idemrt.Store, base Baseline) {
-	w := newWorkload(b, st, base)
+// benchCase is one side of a ratio: calls of fn (given each call's
+// sequence number) from Clients goroutines; n and rounds count the calls
+// that completed, in all and in each round.
+type benchCase struct {
+	name   string
+	fn     func(ctx context.Context, i int64) error
+	n      int64
+	rounds []int64
+}
+
+// interleave runs cases in turn, 250 ms each, 8 rounds per b.N, so that a
+// change of load on a shared machine hits both sides of a ratio alike. It
+// reports each case's calls per second (name/s) and, for each ratio {num,
+// den}, num/den over the whole run and its median over the rounds
+// (med-num/den): a load burst that hits one slice moves the median least.
+func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
 	const slice = 250 * time.Millisecond
-	var ins, nk, sel, rep int64
 	var elapsed time.Duration
 	b.ResetTimer()
 	for range b.N * 8 {
-		ins += phase(b, slice, w.insert)
-		nk += phase(b, slice, w.newKey)
-		sel += phase(b, slice, w.sel)
-		rep += phase(b, slice, w.replay)
+		for _, c := range cases {
+			n := phase(b, slice, c.fn)
+			c.n += n
+			c.rounds = append(c.rounds, n)
+		}
 		elapsed += slice
 	}
+	b.StopTimer()
 	s := elapsed.Seconds()
-	b.ReportMetric(float64(ins)/s, "insert/s")
-	b.ReportMetric(float64(nk)/s, "newkey/s")
-	b.ReportMetric(float64(sel)/s, "select/s")
-	b.ReportMetric(float64(rep)/s, "replay/s")
-	b.ReportMetric(float64(nk)/float64(ins), "newkey/insert")
-	b.ReportMetric(float64(rep)/float64(sel), "replay/select")
+	byName := map[string]*benchCase{}
+	for _, c := range cases {
+		byName[c.name] = c
+		b.ReportMetric(float64(c.n)/s, c.name+"/s")
+	}
+	for _, r := range ratios {
+		num, den := byName[r[0]], byName[r[1]]
+		b.ReportMetric(float64(num.n)/float64(max(den.n, 1)), r[0]+"/"+r[1])
+		per := make([]float64, len(num.rounds))
+		for i := range per {
+			per[i] = float64(num.rounds[i]) / float64(max(den.rounds[i], 1))
+		}
+		slices.Sort(per)
+		b.ReportMetric(per[len(per)/2], "med-"+r[0]+"/"+r[1])
+	}
+}
+
+// Ratios measures the two comparisons of the targets with their sides
+// interleaved (see interleave): plain INSERT, new keys through the
+// wrapper, primary-key SELECT and replays through the wrapper, 16 clients
+// each. It reports requests per second of each side and the ratios
+// newkey/insert and replay/select (targets: 0.45 and 0.85).
+func Ratios(b *testing.B, st idemrt.Store, base Baseline) {
+	w := newWorkload(b, st, base)
+	interleave(b, []*benchCase{
+		{name: "insert", fn: w.insert},
+		{name: "newkey", fn: w.newKey},
+		{name: "select", fn: w.sel},
+		{name: "replay", fn: w.replay},
+	}, [][2]string{{"newkey", "insert"}, {"replay", "select"}})
 }

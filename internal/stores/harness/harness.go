@@ -639,10 +639,10 @@ const StallTimeout = 300 * time.Millisecond
 // answering (the proxy holds every byte, connections stay open): requests
 // get 503 with Retry-After within the bound instead of hanging, and the
 // handler does not run; a transactional attempt whose completion stalls
-// after the handler wrote gets 503 and nothing of it is saved; once the
-// proxy resumes, a retry with each key runs the handler exactly once.
+// after the handler wrote gets 503 and nothing of it is saved, even once
+// the held bytes reach the server; once the proxy resumes, a retry with
+// each key runs the handler exactly once.
 func StoreStall(t *testing.T, b, direct *Backend, proxy *Proxy) {
-	var runs atomic.Int64
 	wrap := func(transactional bool, h http.Handler) http.Handler {
 		w, err := idemrt.Wrap(idemrt.Options{Store: b.Store, StoreTimeout: StallTimeout}, Policy(transactional), h)
 		if err != nil {
@@ -650,57 +650,7 @@ func StoreStall(t *testing.T, b, direct *Backend, proxy *Proxy) {
 		}
 		return w
 	}
-	h := wrap(false, Handler(b, "s1", &runs, nil))
-	keys := []string{UniqueKey(t, "stall-a"), UniqueKey(t, "stall-b")}
-	proxy.Stall()
-	for _, k := range keys {
-		w := Do(h, k)
-		wantStatus(t, w, http.StatusServiceUnavailable, "request while the store is stalled")
-		if !strings.Contains(w.Body.String(), idemrt.ProblemStoreUnavailable) || w.Header().Get("Retry-After") == "" {
-			t.Errorf("503 body %s, Retry-After %q: want store-unavailable with Retry-After", w.Body, w.Header().Get("Retry-After"))
-		}
-	}
-	if runs.Load() != 0 {
-		t.Fatalf("handler ran %d times without a claim", runs.Load())
-	}
-	proxy.Resume()
-	for _, k := range keys {
-		w := retryUntil(t, h, k, 10*time.Second)
-		wantStatus(t, w, http.StatusCreated, "retry after the store resumed")
-		wantReplay(t, Do(h, k), "s1", "second retry")
-		if got := effects(t, direct, k); got != 1 {
-			t.Errorf("%s: %d effect rows, want 1", k, got)
-		}
-	}
-	if runs.Load() != int64(len(keys)) {
-		t.Errorf("handler ran %d times for %d keys", runs.Load(), len(keys))
-	}
-
-	// Transactional: the store stalls after the handler wrote in the
-	// transaction, before the completion commits.
-	key := UniqueKey(t, "stall-tx")
-	var txRuns atomic.Int64
-	stallOnce := true
-	hx := wrap(true, Handler(b, "s2", &txRuns, func(*http.Request) {
-		if stallOnce {
-			stallOnce = false
-			proxy.Stall()
-		}
-	}))
-	wantStatus(t, Do(hx, key), http.StatusServiceUnavailable, "transactional attempt stalled mid-flight")
-	proxy.Resume()
-	if got := effects(t, direct, key); got != 0 {
-		t.Fatalf("the stalled attempt's write is visible: %d rows", got)
-	}
-	w := retryUntil(t, hx, key, 10*time.Second)
-	wantStatus(t, w, http.StatusCreated, "retry after the store resumed")
-	wantReplay(t, Do(hx, key), "s2", "second retry")
-	if got := effects(t, direct, key); got != 1 {
-		t.Errorf("%d effect rows, want 1", got)
-	}
-	if txRuns.Load() != 2 {
-		t.Errorf("transactional handler ran %d times, want 2 (the stalled attempt, rolled back, and the retry)", txRuns.Load())
-	}
+	outage(t, b, direct, wrap, "stall", 2, proxy.Stall, proxy.Resume)
 }
 
 // StoreCut checks fail-closed behaviour when the store disappears, with b
@@ -708,73 +658,22 @@ func StoreStall(t *testing.T, b, direct *Backend, proxy *Proxy) {
 // requests made while the proxy is cut get 503 and the handler does not
 // run; a transactional attempt cut after its handler wrote gets 503 and
 // nothing of it is saved; once the proxy is back, retries with the same
-// keys succeed and each handler ran exactly once.
+// keys succeed and each handler ran exactly once. A non-transactional
+// attempt cut before its completion stays in progress until its lease ends.
 func StoreCut(t *testing.T, b, direct *Backend, proxy *Proxy) {
-	var runs atomic.Int64
-	h := Wrap(t, b.Store, false, Handler(b, "w1", &runs, nil), idemrt.Hooks{})
-	keys := []string{UniqueKey(t, "cut-a"), UniqueKey(t, "cut-b"), UniqueKey(t, "cut-c")}
-
-	proxy.Cut()
-	for _, k := range keys {
-		w := Do(h, k)
-		wantStatus(t, w, http.StatusServiceUnavailable, "request while the store is cut")
-		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
-			t.Errorf("503 content type %q, want application/problem+json", ct)
-		}
-		if w.Header().Get("Retry-After") == "" {
-			t.Error("503 without Retry-After")
-		}
+	wrap := func(transactional bool, h http.Handler) http.Handler {
+		return Wrap(t, b.Store, transactional, h, idemrt.Hooks{})
 	}
-	if runs.Load() != 0 {
-		t.Fatalf("handler ran %d times without a claim", runs.Load())
-	}
-	proxy.Restore()
-	for _, k := range keys {
-		w := retryUntil(t, h, k, 10*time.Second)
-		wantStatus(t, w, http.StatusCreated, "retry after the store came back")
-		wantReplay(t, Do(h, k), "w1", "second retry")
-		if got := effects(t, direct, k); got != 1 {
-			t.Errorf("%s: %d effect rows, want 1", k, got)
-		}
-	}
-	if runs.Load() != int64(len(keys)) {
-		t.Errorf("handler ran %d times for %d keys", runs.Load(), len(keys))
-	}
-
-	// Transactional: the store goes away after the handler wrote in the
-	// transaction, before the completion commits.
-	key := UniqueKey(t, "cut-tx")
-	var txRuns atomic.Int64
-	cutOnce := true
-	hx := Wrap(t, b.Store, true, Handler(b, "w2", &txRuns, func(*http.Request) {
-		if cutOnce {
-			cutOnce = false
-			proxy.Cut()
-		}
-	}), idemrt.Hooks{})
-	wantStatus(t, Do(hx, key), http.StatusServiceUnavailable, "transactional attempt cut mid-flight")
-	if got := effects(t, direct, key); got != 0 {
-		t.Fatalf("the cut attempt's write is visible: %d rows", got)
-	}
-	proxy.Restore()
-	w := retryUntil(t, hx, key, 10*time.Second)
-	wantStatus(t, w, http.StatusCreated, "retry after the store came back")
-	wantReplay(t, Do(hx, key), "w2", "second retry")
-	if got := effects(t, direct, key); got != 1 {
-		t.Errorf("%d effect rows, want 1", got)
-	}
-	if txRuns.Load() != 2 {
-		t.Errorf("transactional handler ran %d times, want 2 (the cut attempt, rolled back, and the retry)", txRuns.Load())
-	}
+	outage(t, b, direct, wrap, "cut", 3, proxy.Cut, proxy.Restore)
 
 	// Not transactional: the store goes away after the handler's own write,
 	// before the completion. The client still gets the handler's response;
 	// the record stays in progress (not half-completed) until its lease
 	// ends, and then a retry runs the handler again (CONTRACT §4; this is
 	// what transactional mode is for).
-	key = UniqueKey(t, "cut-plain")
+	key := UniqueKey(t, "cut-plain")
 	var plainRuns atomic.Int64
-	cutOnce = true
+	cutOnce := true
 	hp := Wrap(t, b.Store, false, Handler(b, "w3", &plainRuns, func(*http.Request) {
 		if cutOnce {
 			cutOnce = false
@@ -787,7 +686,7 @@ func StoreCut(t *testing.T, b, direct *Backend, proxy *Proxy) {
 	if w := Do(hp, key); (w.Code != http.StatusConflict && w.Code != http.StatusServiceUnavailable) || plainRuns.Load() != 1 {
 		t.Errorf("retry during the lease after a failed completion: %d with %d runs, want 409 (or 503) and 1", w.Code, plainRuns.Load())
 	}
-	w = retryUntil(t, hp, key, 10*time.Second)
+	w := retryUntil(t, hp, key, 10*time.Second)
 	wantStatus(t, w, http.StatusCreated, "retry after the lease")
 	if w.Header().Get("Idempotent-Replayed") == "true" {
 		t.Error("the cut attempt's result was saved")
@@ -795,6 +694,78 @@ func StoreCut(t *testing.T, b, direct *Backend, proxy *Proxy) {
 	wantReplay(t, Do(hp, key), "w3", "second retry")
 	if plainRuns.Load() != 2 || effects(t, direct, key) != 2 {
 		t.Errorf("%d runs, %d effect rows; want 2, 2 (the cut attempt's and the retry's)", plainRuns.Load(), effects(t, direct, key))
+	}
+}
+
+// outage is what StoreStall and StoreCut share, with down and up taking
+// the store away and bringing it back under the handlers wrap builds:
+// nkeys requests while it is down get 503 store-unavailable (problem+json,
+// Retry-After) and do not run the handler; once it is up, a retry with each
+// key runs the handler once and then replays. A transactional attempt
+// whose store goes down after its handler wrote gets 503, and nothing of it
+// is saved (neither while the store is down nor once it is up); its retry
+// runs the handler once more.
+func outage(t *testing.T, b, direct *Backend, wrap func(transactional bool, h http.Handler) http.Handler, name string, nkeys int, down, up func()) {
+	var runs atomic.Int64
+	h := wrap(false, Handler(b, name+"1", &runs, nil))
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = UniqueKey(t, fmt.Sprintf("%s-%c", name, 'a'+i))
+	}
+	down()
+	for _, k := range keys {
+		w := Do(h, k)
+		wantStatus(t, w, http.StatusServiceUnavailable, "request while the store is down ("+name+")")
+		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+			t.Errorf("503 content type %q, want application/problem+json", ct)
+		}
+		if !strings.Contains(w.Body.String(), idemrt.ProblemStoreUnavailable) || w.Header().Get("Retry-After") == "" {
+			t.Errorf("503 body %s, Retry-After %q: want store-unavailable with Retry-After", w.Body, w.Header().Get("Retry-After"))
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("handler ran %d times without a claim", runs.Load())
+	}
+	up()
+	for _, k := range keys {
+		w := retryUntil(t, h, k, 10*time.Second)
+		wantStatus(t, w, http.StatusCreated, "retry after the store came back ("+name+")")
+		wantReplay(t, Do(h, k), name+"1", "second retry")
+		if got := effects(t, direct, k); got != 1 {
+			t.Errorf("%s: %d effect rows, want 1", k, got)
+		}
+	}
+	if runs.Load() != int64(len(keys)) {
+		t.Errorf("handler ran %d times for %d keys", runs.Load(), len(keys))
+	}
+
+	// Transactional: the store goes down after the handler wrote in the
+	// transaction, before the completion commits.
+	key := UniqueKey(t, name+"-tx")
+	var txRuns atomic.Int64
+	downOnce := true
+	hx := wrap(true, Handler(b, name+"2", &txRuns, func(*http.Request) {
+		if downOnce {
+			downOnce = false
+			down()
+		}
+	}))
+	wantStatus(t, Do(hx, key), http.StatusServiceUnavailable, "transactional attempt whose store went down mid-flight ("+name+")")
+	if got := effects(t, direct, key); got != 0 {
+		t.Fatalf("the attempt's write is visible while the store is down: %d rows", got)
+	}
+	up()
+	if got := effects(t, direct, key); got != 0 {
+		t.Fatalf("the attempt's write is visible once the store is back: %d rows", got)
+	}
+	w := retryUntil(t, hx, key, 10*time.Second)
+	wantStatus(t, w, http.StatusCreated, "retry after the store came back ("+name+")")
+	wantReplay(t, Do(hx, key), name+"2", "second retry")
+	if got := effects(t, direct, key); got != 1 {
+		t.Errorf("%d effect rows, want 1", got)
+	}
+	if txRuns.Load() != 2 {
+		t.Errorf("transactional handler ran %d times, want 2 (the attempt the store went down under, rolled back, and the retry)", txRuns.Load())
 	}
 }
 

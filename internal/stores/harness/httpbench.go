@@ -8,11 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,16 +33,6 @@ const httpRows = 1000
 
 // httpBody is the handlers' answer, and what the rows hold.
 var httpBody = []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
-
-// httpCase is one side of a ratio: a request the clients send, as a
-// function of the call's sequence number.
-type httpCase struct {
-	name string
-	send func(c *http.Client, i int64) error
-	n    int64
-	// rounds holds the count of each round.
-	rounds []int64
-}
 
 // HTTPRatios measures what users pay: a real net/http server on
 // 127.0.0.1 whose handler inserts one row, bare and protected (both
@@ -129,57 +116,27 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 			b.Fatal(err)
 		}
 	}
-	cases := []*httpCase{
-		{name: "insert", send: func(c *http.Client, _ int64) error { return post(c, "/bare", NewKey(), http.StatusCreated) }},
-		{name: "newkey", send: func(c *http.Client, _ int64) error { return post(c, "/charges", NewKey(), http.StatusCreated) }},
-		{name: "newkey-tx", send: func(c *http.Client, _ int64) error { return post(c, "/tx/charges", NewKey(), http.StatusCreated) }},
-		{name: "get", send: func(c *http.Client, i int64) error {
+	postNew := func(path string) func(context.Context, int64) error {
+		return func(context.Context, int64) error { return post(client, path, NewKey(), http.StatusCreated) }
+	}
+	postReplay := func(path string) func(context.Context, int64) error {
+		return func(_ context.Context, i int64) error { return post(client, path, replayKey(i), http.StatusCreated) }
+	}
+	interleave(b, []*benchCase{
+		{name: "insert", fn: postNew("/bare")},
+		{name: "newkey", fn: postNew("/charges")},
+		{name: "newkey-tx", fn: postNew("/tx/charges")},
+		{name: "get", fn: func(_ context.Context, i int64) error {
 			req, err := http.NewRequest(http.MethodGet, srv.URL+"/rows/"+rowID(i), nil)
 			if err != nil {
 				return err
 			}
-			return do(c, req, http.StatusOK)
+			return do(client, req, http.StatusOK)
 		}},
-		{name: "replay", send: func(c *http.Client, i int64) error { return post(c, "/charges", replayKey(i), http.StatusCreated) }},
-		{name: "noop", send: func(c *http.Client, _ int64) error { return post(c, "/noop", NewKey(), http.StatusCreated) }},
-		{name: "mem-replay", send: func(c *http.Client, i int64) error {
-			return post(c, "/mem/charges", replayKey(i), http.StatusCreated)
-		}},
-	}
-	const slice = 250 * time.Millisecond
-	var elapsed time.Duration
-	b.ResetTimer()
-	for range b.N * 8 {
-		for _, c := range cases {
-			n := httpPhase(b, slice, client, c.send)
-			c.n += n
-			c.rounds = append(c.rounds, n)
-		}
-		elapsed += slice
-	}
-	b.StopTimer()
-	s := elapsed.Seconds()
-	rate := map[string]float64{}
-	for _, c := range cases {
-		rate[c.name] = float64(c.n) / s
-		b.ReportMetric(rate[c.name], c.name+"/s")
-	}
-	byName := map[string]*httpCase{}
-	for _, c := range cases {
-		byName[c.name] = c
-	}
-	// Each ratio over the whole run, and its median over the rounds: a
-	// load burst that hits one slice moves the median least.
-	for _, r := range [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"}, {"mem-replay", "noop"}} {
-		num, den := byName[r[0]], byName[r[1]]
-		b.ReportMetric(rate[r[0]]/rate[r[1]], r[0]+"/"+r[1])
-		per := make([]float64, len(num.rounds))
-		for i := range per {
-			per[i] = float64(num.rounds[i]) / float64(max(den.rounds[i], 1))
-		}
-		slices.Sort(per)
-		b.ReportMetric(per[len(per)/2], "med-"+r[0]+"/"+r[1])
-	}
+		{name: "replay", fn: postReplay("/charges")},
+		{name: "noop", fn: postNew("/noop")},
+		{name: "mem-replay", fn: postReplay("/mem/charges")},
+	}, [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"}, {"mem-replay", "noop"}})
 	b.ReportMetric(load0, "load1-start")
 	b.ReportMetric(loadAverage(), "load1-end")
 }
@@ -200,29 +157,6 @@ func do(c *http.Client, req *http.Request, want int) error {
 		return fmt.Errorf("%s %s: status %d: %.200s", req.Method, req.URL.Path, resp.StatusCode, buf.Bytes())
 	}
 	return nil
-}
-
-// httpPhase runs send from Clients goroutines for d and returns how many
-// requests completed.
-func httpPhase(b *testing.B, d time.Duration, c *http.Client, send func(*http.Client, int64) error) int64 {
-	var n, done atomic.Int64
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if err := send(c, n.Add(1)); err != nil {
-					b.Error(err)
-					return
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return done.Load()
 }
 
 // loadAverage is the 1-minute load average (Linux), or 0.

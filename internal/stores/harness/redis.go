@@ -44,8 +44,7 @@ type RedisServer struct {
 	bin  string
 	cli  string
 	args []string
-	cmd  *exec.Cmd
-	exit chan struct{}
+	proc *process
 }
 
 // Addr is the server's host:port.
@@ -68,12 +67,7 @@ func freePort(t testing.TB) int {
 func StartRedis(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
 	bin, cli := redisServerBin(t)
-	dir, err := os.MkdirTemp("", "idemgen-redis-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &RedisServer{Port: freePort(t), dir: dir, bin: bin, cli: cli, args: args}
+	s := &RedisServer{Port: freePort(t), dir: privateDir(t, "idemgen-redis-"), bin: bin, cli: cli, args: args}
 	s.start(t)
 	t.Cleanup(s.Kill)
 	return s
@@ -93,28 +87,15 @@ func (s *RedisServer) launch() error {
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--repl-diskless-sync-delay", "0",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	}, s.args...)
-	cmd := exec.Command(s.bin, args...)
-	if err := cmd.Start(); err != nil {
-		return err
+	ready := func() bool {
+		out, err := s.CLI("PING")
+		return err == nil && out == "PONG"
 	}
-	exit := make(chan struct{})
-	s.cmd, s.exit = cmd, exit
-	go func() { cmd.Wait(); close(exit) }()
-	deadline := time.Now().Add(serverTimeout)
-	for {
-		if out, err := s.CLI("PING"); err == nil && out == "PONG" {
-			return nil
-		}
-		select {
-		case <-exit:
-			return fmt.Errorf("redis-server on port %d exited:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on port %d did not answer:\n%s", s.Port, tail(filepath.Join(s.dir, "redis.log")))
-		}
-		time.Sleep(20 * time.Millisecond)
+	p, err := startProcess(exec.Command(s.bin, args...), fmt.Sprintf("redis-server on port %d", s.Port), filepath.Join(s.dir, "redis.log"), ready)
+	if p != nil {
+		s.proc = p
 	}
+	return err
 }
 
 // Restart starts a killed server again on its port and folder (a cluster
@@ -123,11 +104,9 @@ func (s *RedisServer) Restart() error { return s.launch() }
 
 // Kill kills the server with SIGKILL (kill -9) and waits for it to exit.
 func (s *RedisServer) Kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
+	if s.proc != nil {
+		s.proc.kill()
 	}
-	s.cmd.Process.Kill()
-	<-s.exit
 }
 
 // CLI runs redis-cli against the server and returns its trimmed output.
@@ -229,10 +208,8 @@ func (c *RedisCluster) Settled() error {
 		ok := true
 		var last string
 		for _, n := range c.Nodes {
-			select {
-			case <-n.exit:
+			if n.proc.exited() {
 				continue // killed
-			default:
 			}
 			out, err := n.CLI("CLUSTER", "INFO")
 			if err != nil || !strings.Contains(out, "cluster_state:ok") {
@@ -262,9 +239,7 @@ func (c *RedisCluster) Primaries(t testing.TB) map[string]*RedisServer {
 	var live *RedisServer
 	for _, n := range c.Nodes {
 		byAddr[n.Addr()] = n
-		select {
-		case <-n.exit:
-		default:
+		if !n.proc.exited() {
 			live = n
 		}
 	}

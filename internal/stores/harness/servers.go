@@ -73,6 +73,51 @@ func run(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
+// process is a server process that startProcess started.
+type process struct {
+	cmd  *exec.Cmd
+	exit chan struct{} // closed once the process has exited
+	err  error         // Wait's error, set before exit is closed
+}
+
+// startProcess starts cmd and waits, for at most serverTimeout, until ready
+// reports true. The process is returned even with an error (it may still
+// run: kill it); name and logPath go into the error.
+func startProcess(cmd *exec.Cmd, name, logPath string, ready func() bool) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exit: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.exit) }()
+	deadline := time.Now().Add(serverTimeout)
+	for !ready() {
+		if p.exited() {
+			return p, fmt.Errorf("%s exited during start-up: %v\nlog:\n%s", name, p.err, tail(logPath))
+		}
+		if time.Now().After(deadline) {
+			return p, fmt.Errorf("%s did not answer within %s\nlog:\n%s", name, serverTimeout, tail(logPath))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p, nil
+}
+
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.exit:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill kills the process (SIGKILL) and waits for it to exit.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exit
+}
+
 func tail(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -249,8 +294,7 @@ type MariaDB struct {
 	data string
 	sock string
 	log  string
-	proc *exec.Cmd
-	done chan error
+	proc *process
 }
 
 func lookPath(t testing.TB, names ...string) string {
@@ -304,28 +348,19 @@ func (m *MariaDB) start(t testing.TB, options ...string) {
 		"--performance-schema=OFF", "--max-connections=30", "--innodb-flush-log-at-trx-commit=0"}
 	args = append(args, m.common()...)
 	args = append(args, options...)
-	m.proc = exec.Command(m.bin, args...)
-	if err := m.proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m.done = make(chan error, 1)
-	go func(c *exec.Cmd, done chan<- error) { done <- c.Wait() }(m.proc, m.done)
-	deadline := time.Now().Add(serverTimeout)
-	for {
-		select {
-		case err := <-m.done:
-			m.done <- err
-			t.Fatalf("mariadbd exited during start-up: %v\nlog:\n%s", err, tail(m.log))
-		default:
-		}
-		if c, err := net.Dial("unix", m.sock); err == nil {
+	ready := func() bool {
+		c, err := net.Dial("unix", m.sock)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mariadbd did not open %s within %s\nlog:\n%s", m.sock, serverTimeout, tail(m.log))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	}
+	p, err := startProcess(exec.Command(m.bin, args...), "mariadbd", m.log, ready)
+	if p != nil {
+		m.proc = p
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -337,11 +372,11 @@ func (m *MariaDB) DSN(db string) string { return "root@unix(" + m.sock + ")/" + 
 // options instead of the previous ones.
 func (m *MariaDB) Restart(t testing.TB, options ...string) {
 	t.Helper()
-	if err := m.proc.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := m.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-m.done:
+	case <-m.proc.exit:
 	case <-time.After(serverTimeout):
 		t.Fatalf("mariadbd did not shut down within %s\nlog:\n%s", serverTimeout, tail(m.log))
 	}
@@ -354,8 +389,7 @@ func (m *MariaDB) kill() {
 	if m.proc == nil {
 		return
 	}
-	_ = m.proc.Process.Kill()
-	<-m.done
+	m.proc.kill()
 	m.proc = nil
 }
 

@@ -30,7 +30,7 @@ func Retention(t *testing.T, b *Backend, retention time.Duration) {
 	deliver(old, false, "redelivery within the retention, before a sweep")
 	time.Sleep(retention + retention/4)
 	deliver(recent, true, "first delivery of another message")
-	sweepAll(t, b.Store)
+	sweepAll(t, b.Store, 100)
 	deliver(recent, false, "redelivery within the retention, after a sweep")
 	deliver(old, true, "redelivery past the retention, after a sweep")
 	deliver(old, false, "redelivery of the message processed again")
@@ -39,34 +39,44 @@ func Retention(t *testing.T, b *Backend, retention time.Duration) {
 	}
 }
 
-// sweepAll calls Sweep until a call deletes less than its batch.
-func sweepAll(t testing.TB, st idemrt.Store) int {
-	t.Helper()
-	total := 0
+// sweepAll calls Sweep with batch until a call deletes less than batch.
+func sweepAll(tb testing.TB, st idemrt.Store, batch int) {
+	tb.Helper()
 	for {
-		n, err := st.Sweep(context.Background(), 100)
+		n, err := st.Sweep(context.Background(), batch)
 		if err != nil {
-			t.Fatalf("sweep: %v", err)
+			tb.Fatalf("sweep: %v", err)
 		}
-		total += n
-		if n < 100 {
-			return total
+		if n < batch {
+			return
 		}
 	}
 }
 
-// expire creates n records that expire at once and waits until they have.
-func expire(t testing.TB, st idemrt.Store, n int) {
-	t.Helper()
+// expire creates n records that expire at once, from 8 goroutines, and
+// waits until they have. Their principal is hashed: bytes that are not
+// UTF-8, as in production.
+func expire(tb testing.TB, st idemrt.Store, n int) {
+	tb.Helper()
 	ctx := context.Background()
-	prefix := UniqueKey(t, "exp")
-	for i := range n {
-		// A hashed principal: bytes that are not UTF-8, as in production.
-		k := idemrt.RecordKey{Scope: "sweepers", PrincipalHash: idemrt.HashPrincipal(prefix), Key: fmt.Sprintf("%s-%d", prefix, i)}
-		res, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: 50 * time.Millisecond, TTL: 50 * time.Millisecond})
-		if err != nil || res.State != idemrt.Acquired {
-			t.Fatalf("claim: %+v, %v", res, err)
-		}
+	prefix := NewKey()
+	principal := idemrt.HashPrincipal(prefix)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				k := idemrt.RecordKey{Scope: "sweepers", PrincipalHash: principal, Key: fmt.Sprintf("%s-%d", prefix, i)}
+				res, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: 50 * time.Millisecond, TTL: 50 * time.Millisecond})
+				if err != nil || res.State != idemrt.Acquired {
+					tb.Errorf("claim: %+v, %v", res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if tb.Failed() {
+		tb.FailNow()
 	}
 	time.Sleep(200 * time.Millisecond)
 }
@@ -174,7 +184,7 @@ func ConcurrentSweepers(t *testing.T, b *Backend, stores []idemrt.Store) {
 // queue behind one batch). Run it with -benchtime=1x.
 func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
 	for range b.N {
-		fill(b, stores[0], n)
+		expire(b, stores[0], n)
 		deleted, rounds := 0, 0
 		for deleted+len(stores)*batch <= n {
 			var wg sync.WaitGroup
@@ -200,13 +210,9 @@ func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
 			rounds++
 		}
 		b.ReportMetric(float64(deleted)/float64(rounds*batch), "batches/round")
-		for {
-			if m, err := stores[0].Sweep(context.Background(), batch); err != nil || m < batch {
-				break
-			}
-		}
+		sweepAll(b, stores[0], batch)
 		for _, k := range []int{1, len(stores)} {
-			fill(b, stores[0], n)
+			expire(b, stores[0], n)
 			start := time.Now()
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -237,29 +243,6 @@ func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), fmt.Sprintf("%d-sweepers-rec/s", k))
 		}
 	}
-}
-
-// fill creates n records that expire at once, from 8 goroutines, and waits
-// until they have.
-func fill(b *testing.B, st idemrt.Store, n int) {
-	ctx := context.Background()
-	prefix := NewKey()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < n; i += 8 {
-				k := idemrt.RecordKey{Scope: "sweep-bench", Key: fmt.Sprintf("%s-%d", prefix, i)}
-				if _, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: k, Lease: 50 * time.Millisecond, TTL: 50 * time.Millisecond}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	time.Sleep(200 * time.Millisecond)
 }
 
 // Declined checks idemrt.DoNotSave on the real store, in both modes: the

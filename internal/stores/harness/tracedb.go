@@ -214,9 +214,28 @@ type RoundTripWant struct {
 }
 
 // RoundTrips pins the statements each request makes through the wrapper
-// over st (docs/stores.md, Round trips): take returns what the store's
-// database ran since it was last called.
-func RoundTrips(t *testing.T, st idemrt.Store, take func() []string, transactional bool, want RoundTripWant) {
+// (docs/stores.md, Round trips), in subtests NonTransactional and
+// Transactional: each runs on a store that open makes over a fresh
+// database whose statements go to log.
+func RoundTrips(t *testing.T, open func(t *testing.T, log *StatementLog) idemrt.Store, nonTransactional, transactional RoundTripWant) {
+	for _, tc := range []struct {
+		name          string
+		transactional bool
+		want          RoundTripWant
+	}{
+		{"NonTransactional", false, nonTransactional},
+		{"Transactional", true, transactional},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &StatementLog{}
+			roundTrips(t, open(t, log), log.Take, tc.transactional, tc.want)
+		})
+	}
+}
+
+// roundTrips is one mode of RoundTrips over st: take returns what the
+// store's database ran since it was last called.
+func roundTrips(t *testing.T, st idemrt.Store, take func() []string, transactional bool, want RoundTripWant) {
 	release := make(chan struct{})
 	slow := make(chan struct{}, 1)
 	// The lease (and the store bound, half of it) leave room for -race

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // TestRoundTrips pins the statements of docs/stores.md's round-trip table
@@ -17,30 +18,20 @@ import (
 // row until the store bound ends, then rolls back (409); a retry after a
 // crash is a first request.
 func TestRoundTrips(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		transactional bool
-		want          harness.RoundTripWant
-	}{
-		{"NonTransactional", false, harness.RoundTripWant{
-			First: []string{"Lookup", "Claim", "Complete"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Claim", "Complete"},
-		}},
-		{"Transactional", true, harness.RoundTripWant{
-			First: []string{"Lookup", "begin", "Claim", "Complete", "commit"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup", "begin", "Claim", "rollback"},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := newTestDB(t)
-			log := &harness.StatementLog{}
-			conn := harness.TracedDB(&mysql.MySQLDriver{}, db.cfg.FormatDSN(), log)
-			t.Cleanup(func() { conn.Close() })
-			st, err := NewStore(context.Background(), conn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			harness.RoundTrips(t, st, log.Take, tc.transactional, tc.want)
-		})
-	}
+	harness.RoundTrips(t, func(t *testing.T, log *harness.StatementLog) idemrt.Store {
+		db := newTestDB(t)
+		conn := harness.TracedDB(&mysql.MySQLDriver{}, db.cfg.FormatDSN(), log)
+		t.Cleanup(func() { conn.Close() })
+		st, err := NewStore(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "Claim", "Complete"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Claim", "Complete"},
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "begin", "Claim", "Complete", "commit"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup", "begin", "Claim", "rollback"},
+	})
 }

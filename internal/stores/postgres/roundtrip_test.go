@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -44,29 +45,19 @@ func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)
 // finds the key's advisory lock taken, then ROLLBACK; a retry after a crash
 // is a first request, since the crash left nothing.
 func TestRoundTrips(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		transactional bool
-		want          harness.RoundTripWant
-	}{
-		{"NonTransactional", false, harness.RoundTripWant{
-			First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
-		}},
-		{"Transactional", true, harness.RoundTripWant{
-			First: []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback"},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := newTestDB(t)
-			log := &harness.StatementLog{}
-			pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = pgxTrace{log} })
-			st, err := NewStore(context.Background(), pool)
-			if err != nil {
-				t.Fatal(err)
-			}
-			harness.RoundTrips(t, st, log.Take, tc.transactional, tc.want)
-		})
-	}
+	harness.RoundTrips(t, func(t *testing.T, log *harness.StatementLog) idemrt.Store {
+		db := newTestDB(t)
+		pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = pgxTrace{log} })
+		st, err := NewStore(context.Background(), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback"},
+	})
 }

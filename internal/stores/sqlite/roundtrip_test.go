@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // TestRoundTrips pins the statements of docs/stores.md's round-trip table
@@ -16,35 +17,25 @@ import (
 // transaction waits at BEGIN for the write lock until the store bound ends
 // (409); a retry after a crash is a first request.
 func TestRoundTrips(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		transactional bool
-		want          harness.RoundTripWant
-	}{
-		{"NonTransactional", false, harness.RoundTripWant{
-			First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
-		}},
-		{"Transactional", true, harness.RoundTripWant{
-			First: []string{"Lookup", "begin", "Acquire", "Complete", "commit"}, Replay: []string{"Lookup"},
-			Conflict: []string{"Lookup", "begin"},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := newTestDB(t)
-			plain, err := sql.Open("sqlite", db.dsn())
-			if err != nil {
-				t.Fatal(err)
-			}
-			plain.Close()
-			log := &harness.StatementLog{}
-			conn := harness.TracedDB(plain.Driver(), db.dsn(), log)
-			t.Cleanup(func() { conn.Close() })
-			st, err := NewStore(context.Background(), conn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			harness.RoundTrips(t, st, log.Take, tc.transactional, tc.want)
-		})
-	}
+	harness.RoundTrips(t, func(t *testing.T, log *harness.StatementLog) idemrt.Store {
+		db := newTestDB(t)
+		plain, err := sql.Open("sqlite", db.dsn())
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain.Close()
+		conn := harness.TracedDB(plain.Driver(), db.dsn(), log)
+		t.Cleanup(func() { conn.Close() })
+		st, err := NewStore(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+	}, harness.RoundTripWant{
+		First: []string{"Lookup", "begin", "Acquire", "Complete", "commit"}, Replay: []string{"Lookup"},
+		Conflict: []string{"Lookup", "begin"},
+	})
 }
