@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/hex"
 	"errors"
+	"net/http"
 )
 
 // What a client of an idempotent API needs from the policies: which
@@ -62,6 +63,22 @@ func (m *ClientMatcher) Match(method, escapedPath string) *ClientOperation {
 		return nil
 	}
 	return &ClientOperation{Policy: mt.policy, KeyName: mt.op.keyName, op: mt.op, params: params, method: method}
+}
+
+// SentKey returns the key a request carries in the operation's header or
+// query parameter, read as the middleware reads it, and how many it
+// carries (the middleware refuses more than one); n is 0 for operations
+// whose key is derived from the request.
+func (c *ClientOperation) SentKey(h http.Header, rawQuery string) (key string, n int) {
+	switch c.op.key {
+	case KeyFromHeader:
+		if vs := h[c.op.keyName]; len(vs) > 0 {
+			return vs[0], len(vs)
+		}
+	case KeyFromQuery:
+		return queryValue(rawQuery, c.op.keyName)
+	}
+	return "", 0
 }
 
 // DerivedKey returns the key the server derives from the request for a
