@@ -3,8 +3,7 @@ package runtime
 import (
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"slices"
+	"net/http"
 )
 
 // What a client of an idempotent API needs from the policies: which
@@ -15,7 +14,7 @@ import (
 
 // ClientMatcher finds the policy of an outgoing request.
 type ClientMatcher struct {
-	byMethod map[string][]*matcher
+	routes routeTable
 }
 
 // NewClientMatcher compiles the policies for a client. basePaths, when
@@ -28,40 +27,20 @@ func NewClientMatcher(basePaths []string, policies ...*Policy) (*ClientMatcher, 
 		return nil, err
 	}
 	e := &engine{}
-	m := &ClientMatcher{byMethod: map[string][]*matcher{}}
-	seen := map[string]string{}
-	var errs []error
-	for _, p := range policies {
+	routes, err := newRouteTable(policies, func(p *Policy) (*operation, error) {
 		if p == nil {
-			errs = append(errs, errors.New("idempotency: nil *Policy"))
-			continue
+			return nil, errors.New("idempotency: nil *Policy")
 		}
 		// The client sends the key; whose key space it lands in and how
 		// the server commits are the server's business.
 		c := *p
 		c.Principal, c.Challenges, c.Transactional = PrincipalAnonymous, nil, false
-		op, err := e.compile(withBasePaths(&c, basePaths))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, rp := range op.patterns {
-			id := op.method + " " + rp.shape
-			if prev, dup := seen[id]; dup {
-				errs = append(errs, fmt.Errorf("idempotency: operations %s and %s both claim %s %s", prev, op.name, op.method, rp.template))
-				continue
-			}
-			seen[id] = op.name
-			m.byMethod[op.method] = append(m.byMethod[op.method], &matcher{op: op, route: rp, policy: p})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return e.compile(withBasePaths(&c, basePaths))
+	})
+	if err != nil {
 		return nil, err
 	}
-	for _, ms := range m.byMethod {
-		slices.SortStableFunc(ms, func(a, b *matcher) int { return compareSpecificity(a.route, b.route) })
-	}
-	return m, nil
+	return &ClientMatcher{routes: routes}, nil
 }
 
 // ClientOperation is a request matched to its operation.
@@ -79,12 +58,27 @@ type ClientOperation struct {
 // Match returns the operation of a request by its method and escaped path
 // (URL.EscapedPath), or nil.
 func (m *ClientMatcher) Match(method, escapedPath string) *ClientOperation {
-	for _, mt := range m.byMethod[method] {
-		if params, ok := mt.route.match(escapedPath, nil); ok {
-			return &ClientOperation{Policy: mt.policy, KeyName: mt.op.keyName, op: mt.op, params: params, method: method}
-		}
+	mt, params := m.routes.match(method, escapedPath, nil)
+	if mt == nil {
+		return nil
 	}
-	return nil
+	return &ClientOperation{Policy: mt.policy, KeyName: mt.op.keyName, op: mt.op, params: params, method: method}
+}
+
+// SentKey returns the key a request carries in the operation's header or
+// query parameter, read as the middleware reads it, and how many it
+// carries (the middleware refuses more than one); n is 0 for operations
+// whose key is derived from the request.
+func (c *ClientOperation) SentKey(h http.Header, rawQuery string) (key string, n int) {
+	switch c.op.key {
+	case KeyFromHeader:
+		if vs := h[c.op.keyName]; len(vs) > 0 {
+			return vs[0], len(vs)
+		}
+	case KeyFromQuery:
+		return queryValue(rawQuery, c.op.keyName)
+	}
+	return "", 0
 }
 
 // DerivedKey returns the key the server derives from the request for a

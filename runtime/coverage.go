@@ -176,7 +176,10 @@ func probe(h http.Handler, p *Policy, op *operation, rp *routePattern, opts Cove
 	switch {
 	case panicked || rec.Code == http.StatusNotFound:
 		ce := coverageError(op, path, rec, panicked)
-		ce.Hint = "the middleware protects this path, but the router does not serve it (a request with method " + probeMethod + " got " + strconv.Itoa(ce.Status) + ", not 405): "
+		// A router may answer 404 to every method it does not route, so
+		// the hint names both readings; either way nothing is proven.
+		ce.Hint = "the middleware protects this path, but the router does not serve it (a request with method " + probeMethod + " got " + strconv.Itoa(ce.Status) + ", not 405), " +
+			"or answers 404 to methods it does not route (gin without HandleMethodNotAllowed, an echo group's middleware: see docs/frameworks.md): "
 		if base != "" {
 			ce.Hint += "does your router serve it without the base path " + base + "? see Options.BasePaths / -base-path"
 		} else {

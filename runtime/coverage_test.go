@@ -120,6 +120,11 @@ func TestCheckCoverageRouterWithoutBasePath(t *testing.T) {
 		if ce.Status != http.StatusNotFound || !strings.Contains(ce.Hint, "without the base path /v1?") || !strings.Contains(ce.Hint, "Options.BasePaths") {
 			t.Errorf("%s: %v", ce.OperationID, ce)
 		}
+		// A router that answers 404 to methods it does not route (gin's
+		// default) gives the same answer: the hint names that reading too.
+		if !strings.Contains(ce.Hint, "HandleMethodNotAllowed") {
+			t.Errorf("%s: the hint does not name a router that answers 404 to unrouted methods: %v", ce.OperationID, ce)
+		}
 		if !strings.Contains(ce.Error(), ce.OperationID) || !strings.Contains(ce.Error(), ce.Path) || !strings.Contains(ce.Error(), "404") {
 			t.Errorf("the message does not name the operation, path and status: %v", ce)
 		}

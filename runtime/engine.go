@@ -52,19 +52,7 @@ func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, 
 // by the bound if BeginTx has not returned by then.
 func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, context.CancelFunc, error) {
 	txCtx, cancel := context.WithCancel(bg(ctx))
-	d := e.bound(op)
-	if d <= 0 {
-		tx, err := e.txStore.BeginTx(txCtx)
-		return tx, cancel, err
-	}
-	t := time.AfterFunc(d, cancel)
-	tx, err := e.txStore.BeginTx(txCtx)
-	if !t.Stop() && err == nil {
-		// The bound ended as BeginTx returned: the transaction's context
-		// is cancelled, so it cannot be used.
-		e.rollback(ctx, op, tx)
-		err = context.DeadlineExceeded
-	}
+	tx, err := e.boundBegin(ctx, op, cancel, func() (Tx, error) { return e.txStore.BeginTx(txCtx) })
 	if err != nil {
 		cancel()
 		return nil, func() {}, err
@@ -81,17 +69,11 @@ func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, context.Cancel
 func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest) (Tx, ClaimResult, time.Time, context.CancelFunc, error) {
 	deadline := time.Now().Add(op.lease)
 	txCtx, cancel := context.WithDeadline(bg(ctx), deadline)
-	var t *time.Timer
-	if d := e.bound(op); d > 0 {
-		t = time.AfterFunc(d, cancel)
-	}
-	tx, res, err := e.claimTx.BeginClaim(txCtx, req)
-	if t != nil && !t.Stop() && tx != nil && err == nil {
-		// The bound ended as BeginClaim returned: the transaction's
-		// context is cancelled, so it cannot be used.
-		e.rollback(ctx, op, tx)
-		tx, err = nil, context.DeadlineExceeded
-	}
+	var res ClaimResult
+	tx, err := e.boundBegin(ctx, op, cancel, func() (tx Tx, err error) {
+		tx, res, err = e.claimTx.BeginClaim(txCtx, req)
+		return tx, err
+	})
 	if err == nil && (tx == nil) != (res.State != Acquired) {
 		if tx != nil {
 			e.rollback(ctx, op, tx)
@@ -103,6 +85,24 @@ func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest
 		return nil, res, deadline, func() {}, err
 	}
 	return tx, res, deadline, cancel, nil
+}
+
+// boundBegin runs begin, which opens a transaction whose context cancel
+// ends, and calls cancel when the store bound ends first. A transaction
+// opened as the bound ended has a cancelled context and cannot be used: it
+// is rolled back and the result is context.DeadlineExceeded.
+func (e *engine) boundBegin(ctx context.Context, op *operation, cancel context.CancelFunc, begin func() (Tx, error)) (Tx, error) {
+	d := e.bound(op)
+	if d <= 0 {
+		return begin()
+	}
+	t := time.AfterFunc(d, cancel)
+	tx, err := begin()
+	if !t.Stop() && tx != nil && err == nil {
+		e.rollback(ctx, op, tx)
+		return nil, context.DeadlineExceeded
+	}
+	return tx, err
 }
 
 // rollback rolls tx back within the store bound.

@@ -132,36 +132,17 @@ func NewMiddleware(opts Options, policies ...*Policy) (func(http.Handler) http.H
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	byMethod := map[string][]*matcher{}
-	seen := map[string]string{}
-	for _, p := range policies {
-		op, err := e.compileBounded(p, opts.BasePaths)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, rp := range op.patterns {
-			id := op.method + " " + rp.shape
-			if prev, dup := seen[id]; dup {
-				errs = append(errs, fmt.Errorf("idempotency: operations %s and %s both claim %s %s", prev, op.name, op.method, rp.template))
-				continue
-			}
-			seen[id] = op.name
-			byMethod[op.method] = append(byMethod[op.method], &matcher{op: op, route: rp})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	routes, err := newRouteTable(policies, func(p *Policy) (*operation, error) {
+		return e.compileBounded(p, opts.BasePaths)
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, ms := range byMethod {
-		slices.SortStableFunc(ms, func(a, b *matcher) int { return compareSpecificity(a.route, b.route) })
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			next = http.NotFoundHandler()
 		}
-		return &middleware{e: e, byMethod: byMethod, next: next}
+		return &middleware{e: e, routes: routes, next: next}
 	}, nil
 }
 
@@ -193,25 +174,67 @@ type matcher struct {
 	policy *Policy
 }
 
+// routeTable holds the routes of compiled operations by method, the more
+// specific first (NewMiddleware, NewClientMatcher).
+type routeTable map[string][]*matcher
+
+// newRouteTable compiles policies with compile and indexes their routes.
+// Two policies on the same method and route are an error.
+func newRouteTable(policies []*Policy, compile func(*Policy) (*operation, error)) (routeTable, error) {
+	t := routeTable{}
+	seen := map[string]string{}
+	var errs []error
+	for _, p := range policies {
+		op, err := compile(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, rp := range op.patterns {
+			id := op.method + " " + rp.shape
+			if prev, dup := seen[id]; dup {
+				errs = append(errs, fmt.Errorf("idempotency: operations %s and %s both claim %s %s", prev, op.name, op.method, rp.template))
+				continue
+			}
+			seen[id] = op.name
+			t[op.method] = append(t[op.method], &matcher{op: op, route: rp, policy: p})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, ms := range t {
+		slices.SortStableFunc(ms, func(a, b *matcher) int { return compareSpecificity(a.route, b.route) })
+	}
+	return t, nil
+}
+
+// match returns the matcher of a request's method and escaped path, and
+// the path parameters appended to buf; nil when no route matches.
+func (t routeTable) match(method, path string, buf []string) (*matcher, []string) {
+	for _, mt := range t[method] {
+		if params, ok := mt.route.match(path, buf); ok {
+			return mt, params
+		}
+	}
+	return nil, nil
+}
+
 type middleware struct {
-	e        *engine
-	byMethod map[string][]*matcher
-	next     http.Handler
+	e      *engine
+	routes routeTable
+	next   http.Handler
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ms := m.byMethod[r.Method]
-	if len(ms) == 0 {
+	if len(m.routes[r.Method]) == 0 {
 		m.next.ServeHTTP(w, r)
 		return
 	}
-	path := r.URL.EscapedPath()
 	var buf [8]string
-	for _, mt := range ms {
-		if params, ok := mt.route.match(path, buf[:0]); ok {
-			m.e.serve(w, r, mt.op, m.next, params)
-			return
-		}
+	if mt, params := m.routes.match(r.Method, r.URL.EscapedPath(), buf[:0]); mt != nil {
+		m.e.serve(w, r, mt.op, m.next, params)
+		return
 	}
 	m.next.ServeHTTP(w, r)
 }

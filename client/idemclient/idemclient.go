@@ -183,19 +183,16 @@ func (t *Transport) readBody(req *http.Request) ([]byte, error) {
 // when the caller set none.
 func (t *Transport) key(op *idemrt.ClientOperation, send *http.Request, body []byte) string {
 	switch op.Policy.Key {
-	case 0, idemrt.KeyFromHeader:
-		if k := send.Header.Get(op.KeyName); k != "" {
+	case 0, idemrt.KeyFromHeader, idemrt.KeyFromQuery:
+		// The caller's key, read as the server reads it.
+		if k, n := op.SentKey(send.Header, send.URL.RawQuery); n > 0 && k != "" {
 			return k
 		}
 		k := t.opts.NewKey()
-		send.Header.Set(op.KeyName, k)
-		return k
-	case idemrt.KeyFromQuery:
-		q := send.URL.Query()
-		if k := q.Get(op.KeyName); k != "" {
+		if op.Policy.Key != idemrt.KeyFromQuery {
+			send.Header.Set(op.KeyName, k)
 			return k
 		}
-		k := t.opts.NewKey()
 		u := *send.URL
 		sep := "&"
 		if u.RawQuery == "" {

@@ -252,3 +252,26 @@ func TestDerivedKeyIsTheServers(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The caller's own key is read as the middleware reads it: a query key
+// that url.Values drops (a ";" in its pair) is still the request's key, so
+// the transport adds no second one (which the middleware would refuse as a
+// repeated key parameter).
+func TestCallerQueryKeyIsReadAsTheServerReadsIt(t *testing.T) {
+	policies := []*idemrt.Policy{{OperationID: "createOrder", Method: "POST", Route: "/orders", Principal: idemrt.PrincipalAnonymous, Key: idemrt.KeyFromQuery, KeyName: "key"}}
+	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore()}, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })))
+	defer srv.Close()
+	tr, err := New(Options{}, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	resp := post(t, &http.Client{Transport: tr}, srv.URL+"/orders?key=a;b", `{}`, &res)
+	if resp.StatusCode != 201 || res.Key != "a;b" {
+		t.Fatalf("status %d, result %+v; want 201 under the caller's key a;b", resp.StatusCode, res)
+	}
+}
