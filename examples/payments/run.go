@@ -118,23 +118,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
-func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+// openApp opens the backend cfg names (with the idempotency records in
+// Redis under -idem-dsn) and builds the handler serve runs. The caller
+// closes the backend.
+func openApp(ctx context.Context, cfg config, log *slog.Logger) (*backend, http.Handler, error) {
 	be, err := openBackend(ctx, cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if cfg.idemDSN != "" {
 		if err := useRedis(ctx, be, cfg.idemDSN, log); err != nil {
 			be.close()
-			return err
+			return nil, nil, err
 		}
 	}
-	defer be.close()
-
 	handler, err := newServer(be, cfg, log)
+	if err != nil {
+		be.close()
+		return nil, nil, err
+	}
+	return be, handler, nil
+}
+
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	be, handler, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	defer be.close()
 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})
