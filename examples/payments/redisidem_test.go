@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -11,7 +13,7 @@ import (
 // and the charges in SQLite; a retried charge replays, and is charged once.
 func TestRedisIdempotencyRecords(t *testing.T) {
 	redis := harness.StartRedis(t)
-	srv, be, logs := newTestApp(t, "-idem-dsn", "redis://"+redis.Addr())
+	srv, be, logs := newTestApp(t, "-idem-dsn", "redis://"+redis.Addr(), "-idem-redis-without-transactions")
 	charge := `{"amount":1000,"currency":"eur","customer":"c"}`
 	first, body := post(t, srv, "acct_r", "/v1/charges", "rk-1", charge)
 	if first.StatusCode != 201 {
@@ -35,5 +37,25 @@ func TestRedisIdempotencyRecords(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "operations=createCharge,createRefund,receivePaymentEvent") {
 		t.Errorf("start-up does not warn about the transactional operations:\n%s", logs)
+	}
+}
+
+// Without -idem-redis-without-transactions, -idem-dsn refuses to start
+// (before it connects to Redis) and names the transactional operations it
+// would weaken; the opt-in flag alone is a usage error.
+func TestRedisRefusesTransactionalOperations(t *testing.T) {
+	var out lockedBuffer
+	args := []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/p.db", "-idem-dsn", "redis://127.0.0.1:1"}
+	if code := run(context.Background(), args, env(nil), io.Discard, &out); code != 1 {
+		t.Errorf("-idem-dsn: exit %d, want 1", code)
+	}
+	for _, want := range []string{"createCharge, createRefund, receivePaymentEvent", "-idem-redis-without-transactions"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out.String())
+		}
+	}
+	out = lockedBuffer{}
+	if code := run(context.Background(), []string{"-idem-redis-without-transactions"}, env(nil), io.Discard, &out); code != 2 {
+		t.Errorf("-idem-redis-without-transactions without -idem-dsn: exit %d, want 2\n%s", code, out.String())
 	}
 }
