@@ -21,7 +21,7 @@ fail() { printf 'adopt FAILED: %s\n' "$*" >&2; exit 1; }
 # the recipe needs no -mod=mod.
 export GOWORK=off GOFLAGS=
 cd "$work"
-go mod init example.com/shop >/dev/null 2>&1
+go mod init example.com/shop >/dev/null 2>&1 || fail "go mod init in $work"
 
 # Step 1 of the README, before publication.
 go mod edit -replace "github.com/idemgen/idemgen=$repo" \

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,14 +14,6 @@ import (
 	"github.com/idemgen/idemgen/internal/contracttest"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
-
-// server starts e over real HTTP.
-func server(t *testing.T, e *echo.Echo) string {
-	t.Helper()
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 func middleware(t *testing.T, cfg echoidem.Config, policies ...*idemrt.Policy) echo.MiddlewareFunc {
 	t.Helper()
@@ -61,37 +51,9 @@ func TestReplayMismatchAndInProgress(t *testing.T) {
 		<-release
 		return c.NoContent(http.StatusNoContent)
 	})
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 
-	first := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
-	if first.Status != http.StatusCreated || first.Header.Get("Location") != "/charges/ch_1" {
-		t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Body)
-	}
-	retry := contracttest.Post(t, url+"/charges", "k1", `{"amount":100}`)
-	contracttest.Replayed(t, first, retry)
-	if retry.Header.Get("Location") != "/charges/ch_1" {
-		t.Errorf("replayed Location %q", retry.Header.Get("Location"))
-	}
-	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
-	contracttest.Problem(t, contracttest.Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
-	if n := runs.Load(); n != 1 {
-		t.Errorf("handler ran %d times, want 1", n)
-	}
-
-	var wg sync.WaitGroup
-	var slow contracttest.Response
-	wg.Go(func() { slow = contracttest.Post(t, url+"/slow", "s1", `{}`) })
-	<-started
-	dup := contracttest.Post(t, url+"/slow", "s1", `{}`)
-	close(release)
-	wg.Wait()
-	contracttest.Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
-	if dup.Header.Get("Retry-After") == "" {
-		t.Error("409 without Retry-After")
-	}
-	if slow.Status != http.StatusNoContent {
-		t.Errorf("first slow request: %d", slow.Status)
-	}
+	contracttest.Basics(t, url, &runs, started, release)
 }
 
 // A returned error is written by e.HTTPErrorHandler before the response is
@@ -111,7 +73,7 @@ func TestReturnedErrors(t *testing.T) {
 		rejects.Add(1)
 		return echo.NewHTTPError(http.StatusBadRequest, "amount must be positive")
 	})
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 
 	for i := 1; i <= 2; i++ {
 		res := contracttest.Post(t, url+"/fail", "f1", `{}`)
@@ -156,7 +118,7 @@ func TestPrincipalFromEchoContext(t *testing.T) {
 		p.Challenges = []string{"Bearer"}
 	})))
 	e.POST("/charges", created(&runs))
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 
 	alice := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "alice")
 	bob := contracttest.Post(t, url+"/charges", "k1", `{}`, "X-User", "bob")
@@ -189,7 +151,7 @@ func TestGroup(t *testing.T) {
 		others.Add(1)
 		return echo.NewHTTPError(http.StatusTeapot, "not protected")
 	})
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 
 	first := contracttest.Post(t, url+"/api/charges", "k1", `{}`)
 	contracttest.Replayed(t, first, contracttest.Post(t, url+"/api/charges", "k1", `{}`))
@@ -219,7 +181,7 @@ func TestWrapRoute(t *testing.T) {
 	e.POST("/orders/:id", created(&runs), mw)
 	e.Group("/v2").POST("/orders/:id", created(&runs), mw)
 	e.PUT("/orders/:id", created(&runs), mw) // another method: not protected
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 
 	first := contracttest.Post(t, url+"/orders/7", "k1", `{}`)
 	contracttest.Replayed(t, first, contracttest.Post(t, url+"/v2/orders/7", "k1", `{}`))
@@ -262,7 +224,7 @@ func TestPanicReleases(t *testing.T) {
 		runs.Add(1)
 		panic("boom")
 	})
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 	for i := 1; i <= 2; i++ {
 		if res := contracttest.Post(t, url+"/boom", "b1", `{}`); res.Status != http.StatusInternalServerError {
 			t.Fatalf("attempt %d: %d %s, want the recoverer's 500", i, res.Status, res.Body)
@@ -286,7 +248,7 @@ func TestTransactional(t *testing.T) {
 		}
 		return created(&runs)(c)
 	})
-	url := server(t, e)
+	url := contracttest.Serve(t, e)
 	first := contracttest.Post(t, url+"/charges", "k1", `{}`)
 	if first.Status != http.StatusCreated {
 		t.Fatalf("first: %d %s", first.Status, first.Body)

@@ -31,6 +31,11 @@ type fixture struct {
 // MemoryStore, with otelidem's hooks and timed store, inside a span per
 // request (as otelhttp would open it).
 func newFixture(t *testing.T, store idemrt.Store, h http.Handler) *fixture {
+	return newFixtureTx(t, store, false, h)
+}
+
+// newFixtureTx is newFixture with the operation transactional or not.
+func newFixtureTx(t *testing.T, store idemrt.Store, transactional bool, h http.Handler) *fixture {
 	t.Helper()
 	f := &fixture{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
@@ -40,12 +45,13 @@ func newFixture(t *testing.T, store idemrt.Store, h http.Handler) *fixture {
 		t.Fatal(err)
 	}
 	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: m.Store(store), Hooks: m.Hooks()}, &idemrt.Policy{
-		OperationID: "createOrder",
-		Method:      http.MethodPost,
-		Route:       "/orders",
-		Key:         idemrt.KeyFromHeader,
-		KeyName:     "Idempotency-Key",
-		Principal:   idemrt.PrincipalAnonymous,
+		OperationID:   "createOrder",
+		Method:        http.MethodPost,
+		Route:         "/orders",
+		Key:           idemrt.KeyFromHeader,
+		KeyName:       "Idempotency-Key",
+		Principal:     idemrt.PrincipalAnonymous,
+		Transactional: transactional,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +234,58 @@ func (fakeTx) Handle() any                                       { return "drive
 func (fakeTx) Complete(context.Context, idemrt.Completion) error { return nil }
 func (fakeTx) Commit(context.Context) error                      { return nil }
 func (fakeTx) Rollback(context.Context) error                    { return errors.New("already committed") }
+
+// claimTxStore is a txStore that claims inside its transaction (the
+// one-commit transactional mode), counting its BeginClaim calls.
+type claimTxStore struct {
+	txStore
+	begun *int
+}
+
+func (s claimTxStore) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	*s.begun++
+	res, err := s.Claim(ctx, req)
+	if err != nil || res.State != idemrt.Acquired {
+		return nil, res, err
+	}
+	return fakeTx{}, res, nil
+}
+
+// The timed store keeps a ClaimTxStore one: transactional operations keep
+// committing once through the store's BeginClaim (not Claim then BeginTx),
+// the driver's transaction reaches the handler, and BeginClaim and the
+// transaction's calls are timed.
+func TestStoreKeepsClaimTx(t *testing.T) {
+	m, err := otelidem.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Store(txStore{idemrt.NewMemoryStore()}).(idemrt.ClaimTxStore); ok {
+		t.Error("a TxStore without BeginClaim became a ClaimTxStore")
+	}
+	var begun int
+	store := claimTxStore{txStore{idemrt.NewMemoryStore()}, &begun}
+	if _, ok := m.Store(store).(idemrt.ClaimTxStore); !ok {
+		t.Fatal("a ClaimTxStore lost BeginClaim")
+	}
+	var handle any
+	f := newFixtureTx(t, store, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tx, _ := idemrt.TxFromContext(r.Context())
+		handle = tx.Handle()
+		w.WriteHeader(201)
+	}))
+	if w := f.post("k", `{}`); w.Code != 201 || handle != "driver tx" {
+		t.Fatalf("got %d, handle %v", w.Code, handle)
+	}
+	if begun != 1 {
+		t.Errorf("BeginClaim called %d times, want 1", begun)
+	}
+	_, calls := f.collect(t)
+	wantCalls := map[string]int64{"begin_claim": 1, "commit": 1, "tx_complete": 1}
+	if fmt.Sprint(calls) != fmt.Sprint(wantCalls) {
+		t.Errorf("store calls %v, want %v", calls, wantCalls)
+	}
+}
 
 // The timed store keeps a TxStore a TxStore, and the driver's transaction
 // reaches the handler unchanged.

@@ -17,21 +17,30 @@ const (
 	CallRelease    = "release"
 	CallSweep      = "sweep"
 	CallBeginTx    = "begin_tx"
+	CallBeginClaim = "begin_claim"
 	CallTxComplete = "tx_complete"
 	CallCommit     = "commit"
 	CallRollback   = "rollback"
 )
 
 // Store returns s with every call timed in idempotency.store.duration. The
-// result is an idemrt.TxStore when s is one, so transactional operations
-// keep working. Keep using s itself for anything else it offers (its typed
-// transaction accessor, migrations).
+// result implements the same optional interfaces of the runtime as s: an
+// idemrt.TxStore stays one (transactional operations keep working), and an
+// idemrt.ClaimTxStore stays one (they keep committing once, through
+// BeginClaim). Transactions keep the driver's handle, so the generated
+// typed accessors and MarkProcessed work on them. Keep using s itself for
+// anything else it offers (migrations, Sweep loops of its own).
 func (m *Metrics) Store(s idemrt.Store) idemrt.Store {
 	t := timedStore{s: s, m: m}
-	if txs, ok := s.(idemrt.TxStore); ok {
-		return timedTxStore{timedStore: t, txs: txs}
+	txs, ok := s.(idemrt.TxStore)
+	if !ok {
+		return t
 	}
-	return t
+	tt := timedTxStore{timedStore: t, txs: txs}
+	if cs, ok := s.(idemrt.ClaimTxStore); ok {
+		return timedClaimTxStore{timedTxStore: tt, cs: cs}
+	}
+	return tt
 }
 
 func (m *Metrics) observe(ctx context.Context, call attribute.KeyValue, start time.Time, err error) {
@@ -49,6 +58,7 @@ var (
 	attrRelease    = keyStoreCall.String(CallRelease)
 	attrSweep      = keyStoreCall.String(CallSweep)
 	attrBeginTx    = keyStoreCall.String(CallBeginTx)
+	attrBeginClaim = keyStoreCall.String(CallBeginClaim)
 	attrTxComplete = keyStoreCall.String(CallTxComplete)
 	attrCommit     = keyStoreCall.String(CallCommit)
 	attrRollback   = keyStoreCall.String(CallRollback)
@@ -100,6 +110,21 @@ func (t timedTxStore) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 		return tx, err
 	}
 	return timedTx{tx: tx, m: t.m}, nil
+}
+
+type timedClaimTxStore struct {
+	timedTxStore
+	cs idemrt.ClaimTxStore
+}
+
+func (t timedClaimTxStore) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
+	start := time.Now()
+	tx, res, err := t.cs.BeginClaim(ctx, req)
+	t.m.observe(ctx, attrBeginClaim, start, err)
+	if tx == nil {
+		return tx, res, err
+	}
+	return timedTx{tx: tx, m: t.m}, res, err
 }
 
 type timedTx struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,19 +14,6 @@ import (
 )
 
 var servers = []string{serverOapiCodegen, serverOgen}
-
-// serve starts h on 127.0.0.1:0 and returns its base URL.
-func serve(t *testing.T, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
-}
 
 func start(t *testing.T, kind string, naive bool) *app {
 	t.Helper()
@@ -60,7 +46,7 @@ func TestNaiveWiringIsReported(t *testing.T) {
 			}
 			t.Logf("CheckCoverage: %v", err)
 
-			url := serve(t, a)
+			url := contracttest.Serve(t, a)
 			for range 2 {
 				if res := contracttest.Post(t, url+"/orders", "k1", `{"item":"book","amount":1200}`); res.Status != http.StatusCreated {
 					t.Fatalf("POST /orders: %d %s", res.Status, res.Body)
@@ -82,7 +68,7 @@ func TestServers(t *testing.T) {
 			if err := idem.CheckCoverage(a, idemrt.CoverageOptions{BasePaths: a.basePaths}); err != nil {
 				t.Fatal(err)
 			}
-			url := serve(t, a) + a.prefix
+			url := contracttest.Serve(t, a) + a.prefix
 
 			const body = `{"item":"book","amount":1200}`
 			first := contracttest.Post(t, url+"/orders", "k1", body)

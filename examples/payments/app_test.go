@@ -17,26 +17,51 @@ import (
 // In-process tests of the service wiring; the end-to-end tests in
 // e2e_test.go run the real binary.
 
-func newTestApp(t *testing.T) (*httptest.Server, *backend, *lockedBuffer) {
+// newTestApp builds the service as serve does, from the flags args (after
+// -db with a file in a temporary folder, and no environment), and serves it
+// over HTTP. The logs collect what it logs.
+func newTestApp(t *testing.T, args ...string) (srv *httptest.Server, be *backend, logs *lockedBuffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs = &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	cfg, err := parseFlags([]string{"-db", filepath.Join(t.TempDir(), "p.db")}, func(string) string { return "" }, io.Discard)
+	cfg, err := parseFlags(append([]string{"-db", filepath.Join(t.TempDir(), "p.db")}, args...), env(nil), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := openBackend(context.Background(), cfg, log)
+	be, h, err := openApp(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(be.close)
-	h, err := newServer(be, cfg, log)
+	srv = httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, be, logs
+}
+
+// post sends a JSON body to srv's path as the bearer token's account, with
+// key as its Idempotency-Key unless empty, and returns the response with
+// its body read.
+func post(t *testing.T, srv *httptest.Server, token, path, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv, be, logs
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
 }
 
 // lockedBuffer collects the server's logs; handlers write while the test reads.
@@ -105,19 +130,8 @@ func TestWebhookRedeliveryAfterKeyExpiryIsStillOnce(t *testing.T) {
 func TestRefundCannotExceedCharge(t *testing.T) {
 	srv, _, _ := newTestApp(t)
 	call := func(path, key, body string) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer acct_t")
-		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		res, b := post(t, srv, "acct_t", path, key, body)
+		return res.StatusCode, b
 	}
 	st, body := call("/v1/charges", "k", `{"amount":1000,"currency":"eur","customer":"c"}`)
 	if st != 201 {

@@ -161,17 +161,11 @@ func TestClientRetriesThroughBrokenConnections(t *testing.T) {
 func TestClientFieldsKeyedRefund(t *testing.T) {
 	srv, _, _ := newTestApp(t)
 	auth := "Bearer acct_refund"
-	create, _ := http.NewRequest("POST", srv.URL+"/v1/charges", strings.NewReader(`{"amount":900,"currency":"eur","customer":"cus_2"}`))
-	create.Header.Set("Authorization", auth)
-	create.Header.Set("Content-Type", "application/json")
-	create.Header.Set("Idempotency-Key", "charge-for-refund")
-	cr, err := http.DefaultClient.Do(create)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cr, created := post(t, srv, "acct_refund", "/v1/charges", "charge-for-refund", `{"amount":900,"currency":"eur","customer":"cus_2"}`)
 	var charge Charge
-	_ = json.NewDecoder(cr.Body).Decode(&charge)
-	cr.Body.Close()
+	if err := json.Unmarshal([]byte(created), &charge); cr.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("charge: %d %s (%v)", cr.StatusCode, created, err)
+	}
 
 	proxy := newFaultyProxy(t, strings.TrimPrefix(srv.URL, "http://"), dropResponse)
 	base := &http.Transport{DisableKeepAlives: true}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,22 +17,13 @@ import (
 // check, idempotency middleware, routes) protects every annotated
 // operation, without charging anyone.
 func TestCoverage(t *testing.T) {
-	cfg := config{dbPath: filepath.Join(t.TempDir(), "p.db"), webhookSecret: "whsec_coverage", webhookTolerance: 5 * time.Minute}
-	log := slog.New(slog.DiscardHandler)
-	be, err := openBackend(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(be.close)
-	h, err := newServer(be, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, _ := newTestApp(t)
+	h := srv.Config.Handler
 
 	// requireBearer answers the /v1 probes, and requireSignature the
 	// webhook's, before the middleware sees them (problem+json 401s, but
 	// not idemgen's): unproven, and said so.
-	err = idemsqlite.CheckCoverage(h, idemrt.CoverageOptions{})
+	err := idemsqlite.CheckCoverage(h, idemrt.CoverageOptions{})
 	for _, op := range []string{"createCharge", "createRefund", "receivePaymentEvent"} {
 		if err == nil || !strings.Contains(err.Error(), "operation "+op+",") || !strings.Contains(err.Error(), "Prepare") {
 			t.Fatalf("without credentials: %v; want %s unproven (401 before the middleware)", err, op)
@@ -44,7 +32,7 @@ func TestCoverage(t *testing.T) {
 
 	// With a token and a signed webhook body, every probe reaches the
 	// middleware and is refused there.
-	secret := []byte(cfg.webhookSecret)
+	secret := []byte(demoWebhookSecret)
 	prepare := func(_ *idemrt.Policy, r *http.Request) {
 		r.Header.Set("Authorization", "Bearer acct_coverage")
 		if r.URL.Path == webhookPath && r.Body != nil {

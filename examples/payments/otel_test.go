@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,49 +20,41 @@ func TestOTelFlag(t *testing.T) {
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	t.Cleanup(func() { otel.SetMeterProvider(prev) })
 
-	cfg, err := parseFlags([]string{"-otel", "-db", filepath.Join(t.TempDir(), "p.db")}, func(string) string { return "" }, nil)
-	if err != nil || !cfg.otel {
-		t.Fatalf("parseFlags: %v %+v", err, cfg)
-	}
-	logs := &lockedBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	be, err := openBackend(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(be.close)
-	h, err := newServer(be, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, logs := newTestApp(t, "-otel")
 	for range 2 {
-		req := httptest.NewRequest("POST", "/v1/charges", strings.NewReader(`{"amount":1000,"currency":"eur","customer":"c"}`))
-		req.Header.Set("Authorization", "Bearer acct_t")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", "k")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusCreated {
-			t.Fatalf("charge: %d %s", w.Code, w.Body)
+		if res, body := post(t, srv, "acct_t", "/v1/charges", "k", `{"amount":1000,"currency":"eur","customer":"c"}`); res.StatusCode != http.StatusCreated {
+			t.Fatalf("charge: %d %s", res.StatusCode, body)
 		}
 	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int64{}
+	got, calls := map[string]int64{}, map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "idempotency.events" {
-				for _, dp := range sum.DataPoints {
+			switch data := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range data.DataPoints {
 					v, _ := dp.Attributes.Value("idempotency.outcome")
 					got[v.AsString()] += dp.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range data.DataPoints {
+					v, _ := dp.Attributes.Value("idempotency.store.call")
+					calls[v.AsString()] += int64(dp.Count)
 				}
 			}
 		}
 	}
 	if got["claimed"] != 1 || got["completed"] != 1 || got["replayed"] != 1 {
 		t.Errorf("events %v, want one claimed, completed and replayed", got)
+	}
+	// createCharge is transactional, and the timed store keeps SQLite's
+	// one-commit mode: both charges claim through BeginClaim, and the first
+	// commits once (no Claim then BeginTx).
+	if want := "map[begin_claim:2 commit:1 tx_complete:1]"; fmt.Sprint(calls) != want {
+		t.Errorf("store calls %v, want %s", calls, want)
 	}
 	if !strings.Contains(logs.String(), "idempotent replay") {
 		t.Errorf("the service's own replay log is gone:\n%s", logs)

@@ -22,15 +22,33 @@ import (
 //
 // A Redis write cannot commit in the SQL transaction, and the runtime
 // refuses transactional operations over a store that is not a TxStore. So
-// this mode runs the spec's transactional operations without it, and says so
-// at start-up: each request's writes go through one SQL transaction (begun
-// when the handler first writes), committed when the handler answers 2xx and
-// before the wrapper saves the response in Redis. If the process dies
-// between the two, the key stays in progress until its lease ends and the
-// retry runs the handler again: a second charge (CONTRACT §4). Webhook
-// deliveries stay exactly-once: their dedupe (MarkProcessed) is in the SQL
-// transaction.
-func useRedis(ctx context.Context, be *backend, dsn string, log *slog.Logger) error {
+// useRedis refuses to start while the spec has transactional operations,
+// naming them, unless withoutTx (-idem-redis-without-transactions) says the
+// operator accepts weaker protection than the spec asks for. Then it runs
+// them without the shared transaction, and says so in the log: each
+// request's writes go through one SQL transaction (begun when the handler
+// first writes), committed when the handler answers 2xx and before the
+// wrapper saves the response in Redis. If the process dies between the two,
+// the key stays in progress until its lease ends and the retry runs the
+// handler again: a second charge (CONTRACT §4). Webhook deliveries stay
+// exactly-once: their dedupe (MarkProcessed) is in the SQL transaction.
+func useRedis(ctx context.Context, be *backend, dsn string, withoutTx bool, log *slog.Logger) error {
+	var names []string
+	var policies []*idemrt.Policy
+	for _, p := range idemsqlite.Policies() { // the same spec in every dialect
+		cp := *p
+		if cp.Transactional {
+			cp.Transactional = false
+			names = append(names, cp.OperationID)
+		}
+		policies = append(policies, &cp)
+	}
+	if len(names) > 0 && !withoutTx {
+		return fmt.Errorf("-idem-dsn: the spec's operations %s are transactional (x-idempotent transactional: true), "+
+			"and a Redis record cannot commit in their SQL transaction: a crash between a handler's commit and its saved "+
+			"response would run the handler again after the lease; keep the records in SQL (no -idem-dsn), or pass "+
+			"-idem-redis-without-transactions to accept that", strings.Join(names, ", "))
+	}
 	client, err := redisstore.NewClient(dsn)
 	if err != nil {
 		return err
@@ -45,17 +63,7 @@ func useRedis(ctx context.Context, be *backend, dsn string, log *slog.Logger) er
 		client.Close()
 		return fmt.Errorf("-idem-dsn: the %s store is not a TxStore", be.dialect)
 	}
-	var names []string
-	var policies []*idemrt.Policy
-	for _, p := range idemsqlite.Policies() { // the same spec in every dialect
-		cp := *p
-		if cp.Transactional {
-			cp.Transactional = false
-			names = append(names, cp.OperationID)
-		}
-		policies = append(policies, &cp)
-	}
-	log.Warn("idempotency records in Redis: transactional operations run without one shared transaction; "+
+	log.Warn("-idem-redis-without-transactions: transactional operations run without one shared transaction; "+
 		"a crash between a handler's commit and its saved response runs the handler again after the lease",
 		"operations", strings.Join(names, ","))
 	switch d := be.data.(type) {

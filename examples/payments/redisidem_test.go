@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,48 +12,14 @@ import (
 // TestRedisIdempotencyRecords: with -idem-dsn the records live in Redis
 // and the charges in SQLite; a retried charge replays, and is charged once.
 func TestRedisIdempotencyRecords(t *testing.T) {
-	srv := harness.StartRedis(t)
-	logs := &lockedBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	cfg, err := parseFlags([]string{"-db", filepath.Join(t.TempDir(), "p.db"), "-idem-dsn", "redis://" + srv.Addr()}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	be, err := openBackend(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := useRedis(ctx, be, cfg.idemDSN, log); err != nil {
-		be.close()
-		t.Fatal(err)
-	}
-	t.Cleanup(be.close)
-	h, err := newServer(be, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	call := func(path, key, body string) (*http.Response, string) {
-		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer acct_r")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res, string(b)
-	}
+	redis := harness.StartRedis(t)
+	srv, be, logs := newTestApp(t, "-idem-dsn", "redis://"+redis.Addr(), "-idem-redis-without-transactions")
 	charge := `{"amount":1000,"currency":"eur","customer":"c"}`
-	first, body := call("/v1/charges", "rk-1", charge)
+	first, body := post(t, srv, "acct_r", "/v1/charges", "rk-1", charge)
 	if first.StatusCode != 201 {
 		t.Fatalf("charge: %d %s", first.StatusCode, body)
 	}
-	again, body2 := call("/v1/charges", "rk-1", charge)
+	again, body2 := post(t, srv, "acct_r", "/v1/charges", "rk-1", charge)
 	if again.StatusCode != 201 || again.Header.Get("Idempotent-Replayed") != "true" || body2 != body {
 		t.Fatalf("retried charge: %d replayed %q %s; want the first response replayed", again.StatusCode, again.Header.Get("Idempotent-Replayed"), body2)
 	}
@@ -65,15 +27,35 @@ func TestRedisIdempotencyRecords(t *testing.T) {
 	if err := be.data.(*sqlData).db.QueryRow("SELECT count(*) FROM charges").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("charges in SQLite: %d, %v; want 1", n, err)
 	}
-	if keys := srv.MustCLI(t, "--scan", "--pattern", "idem:*"); strings.Count(keys, "idem:") != 1 {
+	if keys := redis.MustCLI(t, "--scan", "--pattern", "idem:*"); strings.Count(keys, "idem:") != 1 {
 		t.Fatalf("Redis holds %q, want one idempotency record", keys)
 	}
 	// A refusal (400) writes nothing and saves nothing: the SQL transaction
 	// rolls back.
-	if res, body := call("/v1/refunds", "rk-2", `{"charge":"ch_missing","amount":1}`); res.StatusCode/100 != 4 {
+	if res, body := post(t, srv, "acct_r", "/v1/refunds", "rk-2", `{"charge":"ch_missing","amount":1}`); res.StatusCode/100 != 4 {
 		t.Fatalf("refund of a missing charge: %d %s", res.StatusCode, body)
 	}
 	if !strings.Contains(logs.String(), "operations=createCharge,createRefund,receivePaymentEvent") {
 		t.Errorf("start-up does not warn about the transactional operations:\n%s", logs)
+	}
+}
+
+// Without -idem-redis-without-transactions, -idem-dsn refuses to start
+// (before it connects to Redis) and names the transactional operations it
+// would weaken; the opt-in flag alone is a usage error.
+func TestRedisRefusesTransactionalOperations(t *testing.T) {
+	var out lockedBuffer
+	args := []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/p.db", "-idem-dsn", "redis://127.0.0.1:1"}
+	if code := run(context.Background(), args, env(nil), io.Discard, &out); code != 1 {
+		t.Errorf("-idem-dsn: exit %d, want 1", code)
+	}
+	for _, want := range []string{"createCharge, createRefund, receivePaymentEvent", "-idem-redis-without-transactions"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out.String())
+		}
+	}
+	out = lockedBuffer{}
+	if code := run(context.Background(), []string{"-idem-redis-without-transactions"}, env(nil), io.Discard, &out); code != 2 {
+		t.Errorf("-idem-redis-without-transactions without -idem-dsn: exit %d, want 2\n%s", code, out.String())
 	}
 }

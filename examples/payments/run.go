@@ -16,12 +16,15 @@ import (
 
 // config is what the command line and the environment set.
 type config struct {
-	addr        string
-	dbPath      string
-	dsn         string
-	idemDSN     string
-	chargeDelay time.Duration
-	sweepEvery  time.Duration
+	addr    string
+	dbPath  string
+	dsn     string
+	idemDSN string
+	// -idem-redis-without-transactions: accept running the spec's
+	// transactional operations without their transaction under -idem-dsn.
+	idemRedisWithoutTx bool
+	chargeDelay        time.Duration
+	sweepEvery         time.Duration
 
 	// The database pool.
 	maxConns        int
@@ -55,6 +58,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.dbPath, "db", "payments.db", "SQLite database file, used when no -dsn is given")
 	fs.StringVar(&c.dsn, "dsn", "", "PostgreSQL (postgres://...) or MySQL (mysql://user@tcp(host:3306)/db) DSN; else SQLite")
 	fs.StringVar(&c.idemDSN, "idem-dsn", "", "keep the idempotency records in Redis (redis://host:6379) or Redis Cluster (redis-cluster://host:port,host:port) instead of the SQL database; see redisidem.go for what changes")
+	fs.BoolVar(&c.idemRedisWithoutTx, "idem-redis-without-transactions", false, "with -idem-dsn: accept that the spec's transactional operations run without their shared transaction (a crash between a handler's commit and its saved response runs it again); without it, -idem-dsn refuses to start")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
 	fs.IntVar(&c.maxConns, "max-conns", 20, "most database connections open at once; requests beyond wait for one")
@@ -91,6 +95,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	switch {
+	case c.idemRedisWithoutTx && c.idemDSN == "":
+		return c, errors.New("-idem-redis-without-transactions needs -idem-dsn")
 	case c.maxConns < 1 || c.maxIdleConns < 0:
 		return c, errors.New("-max-conns must be at least 1 and -max-idle-conns at least 0")
 	case min(c.connMaxLifetime, c.readHeaderTimeout, c.readTimeout, c.writeTimeout, c.idleTimeout, c.webhookTolerance) <= 0:
@@ -118,23 +124,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
-func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+// openApp opens the backend cfg names (with the idempotency records in
+// Redis under -idem-dsn) and builds the handler serve runs. The caller
+// closes the backend.
+func openApp(ctx context.Context, cfg config, log *slog.Logger) (*backend, http.Handler, error) {
 	be, err := openBackend(ctx, cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if cfg.idemDSN != "" {
-		if err := useRedis(ctx, be, cfg.idemDSN, log); err != nil {
+		if err := useRedis(ctx, be, cfg.idemDSN, cfg.idemRedisWithoutTx, log); err != nil {
 			be.close()
-			return err
+			return nil, nil, err
 		}
 	}
-	defer be.close()
-
 	handler, err := newServer(be, cfg, log)
+	if err != nil {
+		be.close()
+		return nil, nil, err
+	}
+	return be, handler, nil
+}
+
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	be, handler, err := openApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	defer be.close()
 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})

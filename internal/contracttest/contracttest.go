@@ -7,11 +7,22 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
+
+// Serve starts h over real HTTP until the test ends and returns its base URL.
+func Serve(t testing.TB, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
 
 // Response is what a client received.
 type Response struct {
@@ -98,4 +109,86 @@ func Policy(id, route string, mod ...func(*idemrt.Policy)) *idemrt.Policy {
 		m(p)
 	}
 	return p
+}
+
+// Basics checks the contract's core through a framework adapter, against
+// the server at url: its POST /charges is protected by
+// Policy("createCharge", "/charges") and answers 201 with Location
+// /charges/ch_<n> for its nth run (runs counts them); its POST /slow is
+// protected by Policy("slow", "/slow"), closes started, waits for release
+// and answers 204. A retry replays (Location too), a changed body is 422,
+// a missing key 400, the handler runs once; a duplicate of the slow
+// request while it runs is 409 with Retry-After, and its 204 (no body) is
+// saved and replayed.
+func Basics(t *testing.T, url string, runs *atomic.Int64, started, release chan struct{}) {
+	t.Helper()
+	first := Post(t, url+"/charges", "k1", `{"amount":100}`)
+	if first.Status != http.StatusCreated || first.Header.Get("Location") != "/charges/ch_1" {
+		t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Body)
+	}
+	retry := Post(t, url+"/charges", "k1", `{"amount":100}`)
+	Replayed(t, first, retry)
+	if retry.Header.Get("Location") != "/charges/ch_1" {
+		t.Errorf("replayed Location %q", retry.Header.Get("Location"))
+	}
+	Problem(t, Post(t, url+"/charges", "k1", `{"amount":500}`), http.StatusUnprocessableEntity, idemrt.ProblemFingerprintMismatch)
+	Problem(t, Post(t, url+"/charges", "", `{"amount":100}`), http.StatusBadRequest, idemrt.ProblemKeyMissing)
+	if n := runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+
+	var wg sync.WaitGroup
+	var slow Response
+	wg.Go(func() { slow = Post(t, url+"/slow", "s1", `{}`) })
+	<-started
+	dup := Post(t, url+"/slow", "s1", `{}`)
+	close(release)
+	wg.Wait()
+	Problem(t, dup, http.StatusConflict, idemrt.ProblemInProgress)
+	if dup.Header.Get("Retry-After") == "" {
+		t.Error("409 without Retry-After")
+	}
+	if slow.Status != http.StatusNoContent {
+		t.Errorf("first slow request: %d", slow.Status)
+	}
+	Replayed(t, slow, Post(t, url+"/slow", "s1", `{}`))
+}
+
+// BenchmarkReplay measures a replay of POST /charges through h, a
+// framework's router named name with the adapter protecting the route by p
+// (a header-key policy) on a MemoryStore, in process; the net/http case
+// is idemrt.NewMiddleware around a ServeMux, for comparison.
+func BenchmarkReplay(b *testing.B, name string, h http.Handler, p *idemrt.Policy) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /charges", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"ch_1"}`))
+	})
+	std, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore()}, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{name, h}, {"net-http", std(mux)}} {
+		b.Run(c.name, func(b *testing.B) {
+			serve := func() int {
+				r := httptest.NewRequest(http.MethodPost, "/charges", strings.NewReader(`{"amount":100}`))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", "bench")
+				w := httptest.NewRecorder()
+				c.h.ServeHTTP(w, r)
+				return w.Code
+			}
+			if code := serve(); code != http.StatusCreated {
+				b.Fatalf("first: %d", code)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				serve()
+			}
+		})
+	}
 }
