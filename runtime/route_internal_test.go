@@ -89,31 +89,38 @@ func TestFastNumberMatchesSlowPath(t *testing.T) {
 	for _, lit := range []string{"0", "-0", "0.0", "-0.000", "1.50", "100", "100.0", "0.000001", "0.0000001", "0.00000123", "123456789012345", "1234567890123456", "999999999999999.9", "0.1", "-2.5", "12.3450"} {
 		check(lit)
 	}
-	for i := 0; i < 200000; i++ {
-		var b []byte
-		if r.IntN(4) == 0 {
-			b = append(b, '-')
-		}
-		ni := r.IntN(18)
-		if ni == 0 {
-			b = append(b, '0')
-		} else {
-			b = append(b, byte('1'+r.IntN(9)))
-			for j := 1; j < ni; j++ {
-				b = append(b, byte('0'+r.IntN(10)))
-			}
-		}
-		if r.IntN(3) > 0 {
-			b = append(b, '.')
-			nf := 1 + r.IntN(18)
-			for j := 0; j < nf; j++ {
-				d := byte('0' + r.IntN(10))
-				if r.IntN(3) == 0 {
-					d = '0'
-				}
-				b = append(b, d)
-			}
-		}
-		check(string(b))
+	for range 200000 {
+		check(randDecimal(r, 18, 18))
 	}
+}
+
+// randDecimal is a random JSON number literal: an optional sign, up to
+// maxInt integer digits (no leading zero) and, two times in three, a
+// fraction of 1 to maxFrac digits, a third of them zeros.
+func randDecimal(r *rand.Rand, maxInt, maxFrac int) string {
+	var b []byte
+	if r.IntN(4) == 0 {
+		b = append(b, '-')
+	}
+	ni := r.IntN(maxInt)
+	if ni == 0 {
+		b = append(b, '0')
+	} else {
+		b = append(b, byte('1'+r.IntN(9)))
+		for j := 1; j < ni; j++ {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+	}
+	if r.IntN(3) > 0 {
+		b = append(b, '.')
+		nf := 1 + r.IntN(maxFrac)
+		for j := 0; j < nf; j++ {
+			d := byte('0' + r.IntN(10))
+			if r.IntN(3) == 0 {
+				d = '0'
+			}
+			b = append(b, d)
+		}
+	}
+	return string(b)
 }
