@@ -234,10 +234,11 @@ func (sc *jsonScanner) key() bool {
 	if !plain {
 		// As encoding/json decodes it (invalid UTF-8 and lone surrogates
 		// become U+FFFD); the key is valid, so this cannot fail.
-		if json.Unmarshal(sc.data[start:sc.i], &k.name) != nil {
+		var name string
+		if json.Unmarshal(sc.data[start:sc.i], &name) != nil {
 			return false
 		}
-		k.decoded = true
+		k.name, k.decoded = name, true
 	}
 	sc.ws()
 	if sc.i >= len(sc.data) || sc.data[sc.i] != ':' {
@@ -245,9 +246,9 @@ func (sc *jsonScanner) key() bool {
 	}
 	sc.i++
 	f := &sc.frames[len(sc.frames)-1]
-	if j := sc.find(f, &k); j >= 0 {
+	if j := sc.find(f, k); j >= 0 {
 		prev := sc.keys[j]
-		sc.reps = append(sc.reps, repeat{key: sc.name(&k), at: k.start, prev: prev.start, prevEnd: prev.entryEnd})
+		sc.reps = append(sc.reps, repeat{key: sc.name(k), at: k.start, prev: prev.start, prevEnd: prev.entryEnd})
 		sc.keys[j] = k // the next repeat is against this one
 		f.cur = j
 		return true
@@ -255,20 +256,20 @@ func (sc *jsonScanner) key() bool {
 	sc.keys = append(sc.keys, k)
 	f.cur = len(sc.keys) - 1
 	if f.index != nil {
-		f.index[sc.name(&k)] = f.cur
+		f.index[sc.name(k)] = f.cur
 	} else if n := len(sc.keys) - f.base; n > smallObject {
 		f.index = make(map[string]int, 2*n)
 		for j := f.base; j < len(sc.keys); j++ {
-			f.index[sc.name(&sc.keys[j])] = j
+			f.index[sc.name(sc.keys[j])] = j
 		}
 	}
 	return true
 }
 
 // raw is a key's text between its quotes; its name when it has no escape.
-func (sc *jsonScanner) raw(k *jsonKey) []byte { return sc.data[k.start+1 : k.end-1] }
+func (sc *jsonScanner) raw(k jsonKey) []byte { return sc.data[k.start+1 : k.end-1] }
 
-func (sc *jsonScanner) name(k *jsonKey) string {
+func (sc *jsonScanner) name(k jsonKey) string {
 	if k.decoded {
 		return k.name
 	}
@@ -276,7 +277,7 @@ func (sc *jsonScanner) name(k *jsonKey) string {
 }
 
 // find returns the index in keys of the key of object f equal to k, or -1.
-func (sc *jsonScanner) find(f *jsonFrame, k *jsonKey) int {
+func (sc *jsonScanner) find(f *jsonFrame, k jsonKey) int {
 	if f.index != nil {
 		var j int
 		var ok bool
@@ -291,7 +292,7 @@ func (sc *jsonScanner) find(f *jsonFrame, k *jsonKey) int {
 		return -1
 	}
 	for j := f.base; j < len(sc.keys); j++ {
-		o := &sc.keys[j]
+		o := sc.keys[j]
 		switch {
 		case !k.decoded && !o.decoded:
 			if bytes.Equal(sc.raw(k), sc.raw(o)) {
@@ -324,6 +325,10 @@ func (sc *jsonScanner) str() (plain, ok bool) {
 	start := sc.i
 	for sc.i < len(d) {
 		c := d[sc.i]
+		if !strSpecial[c] {
+			sc.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			if !ascii && plain && !utf8.Valid(d[start:sc.i]) {
@@ -365,6 +370,15 @@ func (sc *jsonScanner) str() (plain, ok bool) {
 	}
 	return false, false
 }
+
+// strSpecial marks the bytes str must look at: the quote, the backslash,
+// control characters (invalid in a string) and non-ASCII ones.
+var strSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 func (sc *jsonScanner) digits() int {
 	n := 0
