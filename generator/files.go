@@ -35,8 +35,10 @@ type specFiles struct {
 	// positions of a run that will report nothing are never read.
 	noPos bool
 	// loadText replaces, for the loader, the text of files whose
-	// duplicate keys have been reported (see dedupe).
+	// repeated keys have been reported (see give and dedupe); repeats are
+	// those reports.
 	loadText map[*source][]byte
+	repeats  Diagnostics
 }
 
 func newSpecFiles(cfg Config, data []byte) *specFiles {
@@ -143,21 +145,54 @@ func (fs *specFiles) add(name string, data []byte) []byte {
 	return fs.give(s)
 }
 
-// give returns the text of s for the loader.
+// give returns the text of s for the loader. A JSON file is checked for
+// repeated keys the first time it is given: the loader would keep the last
+// of each silently (see jsondup.go).
 func (fs *specFiles) give(s *source) []byte {
 	fs.last = s
+	if !s.checked {
+		s.checked = true
+		if first := firstByte(s.text); first == '{' || first == '[' {
+			if reps, ok := jsonRepeats(s.text); ok && len(reps) > 0 {
+				fs.repeats = append(fs.repeats, repeatDiags(s, reps, "JSON", "object")...)
+				fs.setLoadText(s, dropRepeats(s.text, reps))
+			}
+		}
+	}
 	if t, ok := fs.loadText[s]; ok {
 		return t
 	}
 	return s.text
 }
 
-// dedupe handles a load error made only of duplicate keys: it reports each
-// one, and gives the loader a copy of the file without the earlier of the
-// keys (the last one wins, as in JSON), so that the next load attempt can
-// go on and find the document's other problems. False when err is
-// anything else, or the file was deduplicated already.
-func (fs *specFiles) dedupe(err error, d *diags) bool {
+// firstByte is the first byte of text past JSON's white space, or 0.
+func firstByte(text []byte) byte {
+	for _, c := range text {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+func (fs *specFiles) setLoadText(s *source, text []byte) {
+	if fs.loadText == nil {
+		fs.loadText = map[*source][]byte{}
+	}
+	fs.loadText[s] = text
+}
+
+// dedupe handles a load error made only of YAML's duplicate keys: it
+// reports every repeated key of the file (the loader names only those of
+// the mappings it reached), and gives the loader the file with the earlier
+// occurrences blanked (the last one wins, as in JSON), so that the next
+// load attempt can go on and find the document's other problems, at their
+// lines and columns in the file as written. False when err is anything
+// else, the file was deduplicated already, or the blanked text would not
+// load as the original less its repeats.
+func (fs *specFiles) dedupe(err error) bool {
 	var many *yaml.LoadErrors
 	s := fs.last
 	if !errors.As(err, &many) || len(many.Errors) == 0 || s == nil || fs.loadText[s] != nil {
@@ -172,42 +207,24 @@ func (fs *specFiles) dedupe(err error, d *diags) bool {
 	if yaml.Unmarshal(s.text, &root) != nil {
 		return false
 	}
-	dropDuplicates(&root)
-	text, merr := yaml.Marshal(&root)
-	if merr != nil {
+	reps, ok := yamlRepeats(s, &root)
+	if !ok || len(reps) == 0 {
 		return false
 	}
-	for _, e := range many.Errors {
-		p := Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}
-		d.list = append(d.list, Diagnostic{Pos: p, Frame: s.frame(p),
-			Msg: "invalid YAML: " + e.Message + " (the rest of the document is checked with the last one)"})
+	text := dropRepeats(s.text, reps)
+	// Blanking an entry whose key is written in an unusual way (an
+	// explicit ? key) could change what the rest means; then the repeats
+	// are reported as the load error they are.
+	var again yaml.Node
+	if yaml.Unmarshal(text, &again) != nil {
+		return false
 	}
-	if fs.loadText == nil {
-		fs.loadText = map[*source][]byte{}
+	if left, ok := yamlRepeats(newSource(s.name, text), &again); !ok || len(left) > 0 {
+		return false
 	}
-	fs.loadText[s] = text
+	fs.repeats = append(fs.repeats, repeatDiags(s, reps, "YAML", "mapping")...)
+	fs.setLoadText(s, text)
 	return true
-}
-
-// dropDuplicates removes, from every mapping under n, the entries whose
-// key comes again later in the same mapping.
-func dropDuplicates(n *yaml.Node) {
-	if n.Kind == yaml.MappingNode {
-		last := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			last[n.Content[i].Value] = i
-		}
-		kept := n.Content[:0]
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if last[n.Content[i].Value] == i {
-				kept = append(kept, n.Content[i], n.Content[i+1])
-			}
-		}
-		n.Content = kept
-	}
-	for _, c := range n.Content {
-		dropDuplicates(c)
-	}
 }
 
 // loadErrors turns a loader error into located diagnostics: each YAML

@@ -79,11 +79,12 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 // positions (see locate.go).
 func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	files := newSpecFiles(cfg, data)
-	var dups diags
 	var doc *openapi3.T
-	// Each attempt that fails on duplicate keys only takes them out of
-	// one file (reporting them) and tries again, so that the document's
-	// other problems are found in the same run.
+	// Repeated keys are reported and taken out of the text the loader
+	// reads, the last of each kept, so that the document's other problems
+	// are found in the same run: a JSON file's before the loader reads it
+	// (it would keep the last silently), a YAML file's when the loader
+	// refuses it, each such attempt taking them out of one file.
 	for attempts := 0; ; attempts++ {
 		loader := openapi3.NewLoader()
 		loader.Context = ctx
@@ -95,10 +96,11 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 		if err == nil {
 			break
 		}
-		if attempts == maxDedupes || !files.dedupe(err, &dups) {
-			return nil, append(files.loadErrors(err), dups.list...).sorted()
+		if attempts == maxDedupes || !files.dedupe(err) {
+			return nil, append(files.loadErrors(err), files.repeats...).sorted()
 		}
 	}
+	dups := diags{list: slices.Clip(files.repeats)}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		// A Swagger 2.0 document (or any other) decodes to an empty one.
 		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
@@ -117,7 +119,8 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	return &builder{cfg: cfg, doc: doc, files: files, d: dups}, nil
 }
 
-// maxDedupes bounds the load attempts after duplicate keys (one per file).
+// maxDedupes bounds the load attempts after YAML's duplicate keys (one
+// per file).
 const maxDedupes = 16
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on

@@ -37,6 +37,9 @@ type source struct {
 	// kids maps the offset of a key (rootKey: the document) to the
 	// offsets of the keys of the mapping that is its value.
 	kids map[int]map[string]int
+	// checked is set once the file has been checked for repeated JSON
+	// keys (specFiles.give).
+	checked bool
 }
 
 // rootKey stands for the document itself in source.kids.
