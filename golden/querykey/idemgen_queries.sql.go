@@ -15,10 +15,10 @@ INSERT INTO order_keys (
     lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     ?1, ?2, ?3, ?4,
-    ?5, 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER),
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?7 AS INTEGER),
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER) + CAST(?7 AS INTEGER),
+    ?5, 1, CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) * 1000,
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER),
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?7 AS INTEGER),
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?6 AS INTEGER) + CAST(?7 AS INTEGER),
     0, x'', x'', FALSE)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -32,9 +32,9 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     headers = x'',
     body = x'',
     tombstone = FALSE
-WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+WHERE expires_at <= (julianday() - 2440587.5) * 86400000
    OR state = 3
-   OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
+   OR (state = 1 AND lease_until <= (julianday() - 2440587.5) * 86400000)
 RETURNING epoch
 `
 
@@ -78,9 +78,9 @@ SET state = 2,
     headers = ?2,
     body = ?3,
     tombstone = ?4,
-    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
-    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER),
-    sweep_at = MAX(sweep_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER))
+    lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER),
+    expires_at = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER),
+    sweep_at = MAX(sweep_at, CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?5 AS INTEGER))
 WHERE scope = ?6 AND principal = ?7 AND idem_key = ?8
   AND epoch = ?9 AND state = 1
 `
@@ -127,7 +127,7 @@ SELECT CAST(CASE
            ELSE MAX(CAST(k.lease_until - c.now_ms AS INTEGER), 0)
        END AS INTEGER) AS live,
        k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body
-FROM order_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
+FROM order_keys k, (SELECT (julianday() - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
 `
 
@@ -196,7 +196,7 @@ func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedPa
 const release = `-- name: Release :execrows
 UPDATE order_keys
 SET state = 3,
-    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER),
     headers = x'',
     body = x''
 WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
@@ -230,8 +230,8 @@ const sweep = `-- name: Sweep :execrows
 DELETE FROM order_keys
 WHERE (scope, principal, idem_key) IN (
     SELECT scope, principal, idem_key FROM order_keys
-    WHERE sweep_at <= (julianday('now') - 2440587.5) * 86400000
-      AND expires_at <= (julianday('now') - 2440587.5) * 86400000
+    WHERE sweep_at <= (julianday() - 2440587.5) * 86400000
+      AND expires_at <= (julianday() - 2440587.5) * 86400000
     ORDER BY sweep_at
     LIMIT ?1)
 `
@@ -251,7 +251,7 @@ const sweepProcessed = `-- name: SweepProcessed :execrows
 DELETE FROM order_keys_processed
 WHERE (consumer, message_id) IN (
     SELECT consumer, message_id FROM order_keys_processed
-    WHERE processed_at <= (julianday('now') - 2440587.5) * 86400000 - CAST(?1 AS INTEGER)
+    WHERE processed_at <= (julianday() - 2440587.5) * 86400000 - CAST(?1 AS INTEGER)
     ORDER BY processed_at
     LIMIT ?2)
 `

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -270,7 +271,14 @@ type benchCase struct {
 // reports each case's calls per second (name/s) and, for each ratio {num,
 // den}, num/den over the whole run and its median over the rounds
 // (med-num/den): a load burst that hits one slice moves the median least.
+//
+// IDEMGEN_BENCH_CASES, when set, is a comma-separated list of the case
+// names to run; the others are left out, with the ratios that need them.
 func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
+	cases, ratios = selectCases(cases, ratios, os.Getenv("IDEMGEN_BENCH_CASES"))
+	if len(cases) == 0 {
+		b.Fatal("IDEMGEN_BENCH_CASES selects no case")
+	}
 	const slice = 250 * time.Millisecond
 	var elapsed time.Duration
 	b.ResetTimer()
@@ -299,6 +307,31 @@ func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
 		slices.Sort(per)
 		b.ReportMetric(per[len(per)/2], "med-"+r[0]+"/"+r[1])
 	}
+}
+
+// selectCases keeps the cases named in the comma-separated list only (all
+// of them when only is empty), and the ratios both of whose sides are kept.
+func selectCases(cases []*benchCase, ratios [][2]string, only string) ([]*benchCase, [][2]string) {
+	if strings.TrimSpace(only) == "" {
+		return cases, ratios
+	}
+	keep := map[string]bool{}
+	for _, name := range strings.Split(only, ",") {
+		keep[strings.TrimSpace(name)] = true
+	}
+	var cs []*benchCase
+	for _, c := range cases {
+		if keep[c.name] {
+			cs = append(cs, c)
+		}
+	}
+	var rs [][2]string
+	for _, r := range ratios {
+		if keep[r[0]] && keep[r[1]] {
+			rs = append(rs, r)
+		}
+	}
+	return cs, rs
 }
 
 // Ratios measures the two comparisons of the targets with their sides

@@ -42,7 +42,11 @@ var httpBody = []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 // 8 rounds per b.N, so that a change of load on a shared machine hits both
 // sides of a ratio alike. It reports each case's requests per second, the
 // ratios, and the 1-minute load average before and after (load1-start,
-// load1-end).
+// load1-end). The case post-get, a bare POST carrying the replay's request
+// whose handler does the GET's work and answers as a replay does, is the
+// floor of replay/get: replay/post-get is what the wrapper and the store
+// cost over it, post-get/get what a POST with a body costs over a GET.
+// IDEMGEN_BENCH_CASES selects cases (see interleave).
 func HTTPRatios(b *testing.B, hb HTTPBackend) {
 	load0 := loadAverage()
 	handler := func(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +84,25 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	// post-get is the floor of replay/get: a bare POST with the replay's
+	// request (body, Content-Type, Idempotency-Key naming the row) whose
+	// handler reads the body, does the GET's work and answers as a replay
+	// does (201, the saved Content-Type, Idempotent-Replayed).
+	mux.HandleFunc("POST /post-get", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body, err := hb.Get(r.Context(), r.Header.Get("Idempotency-Key"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusCreated)
 		w.Write(body)
 	})
 	mux.HandleFunc("POST /noop", noop)
@@ -134,9 +157,15 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 			return do(client, req, http.StatusOK)
 		}},
 		{name: "replay", fn: postReplay("/charges")},
+		{name: "post-get", fn: func(_ context.Context, i int64) error {
+			return post(client, "/post-get", rowID(i), http.StatusCreated)
+		}},
 		{name: "noop", fn: postNew("/noop")},
 		{name: "mem-replay", fn: postReplay("/mem/charges")},
-	}, [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"}, {"mem-replay", "noop"}})
+	}, [][2]string{
+		{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"},
+		{"replay", "post-get"}, {"post-get", "get"}, {"mem-replay", "noop"},
+	})
 	b.ReportMetric(load0, "load1-start")
 	b.ReportMetric(loadAverage(), "load1-end")
 }

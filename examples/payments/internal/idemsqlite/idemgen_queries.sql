@@ -15,7 +15,7 @@ SELECT CAST(CASE
            ELSE MAX(CAST(k.lease_until - c.now_ms AS INTEGER), 0)
        END AS INTEGER) AS live,
        k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body
-FROM idempotency_keys k, (SELECT (julianday('now') - 2440587.5) * 86400000 AS now_ms) c
+FROM idempotency_keys k, (SELECT (julianday() - 2440587.5) * 86400000 AS now_ms) c
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 
 -- name: Acquire :one
@@ -32,10 +32,10 @@ INSERT INTO idempotency_keys (
     lease_until, expires_at, sweep_at, status, headers, body, tombstone)
 VALUES (
     sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
-    sqlc.arg(fingerprint_version), 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000,
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER),
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
-    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    sqlc.arg(fingerprint_version), 1, CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) * 1000,
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER),
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
     0, x'', x'', FALSE)
 ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -49,9 +49,9 @@ ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
     headers = x'',
     body = x'',
     tombstone = FALSE
-WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000
+WHERE expires_at <= (julianday() - 2440587.5) * 86400000
    OR state = 3
-   OR (state = 1 AND lease_until <= (julianday('now') - 2440587.5) * 86400000)
+   OR (state = 1 AND lease_until <= (julianday() - 2440587.5) * 86400000)
 RETURNING epoch;
 
 -- name: Complete :execrows
@@ -65,9 +65,9 @@ SET state = 2,
     headers = sqlc.arg(headers),
     body = sqlc.arg(body),
     tombstone = sqlc.arg(tombstone),
-    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
-    expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
-    sweep_at = MAX(sweep_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER))
+    lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER),
+    expires_at = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER),
+    sweep_at = MAX(sweep_at, CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(ttl_ms) AS INTEGER))
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
   AND epoch = sqlc.arg(epoch) AND state = 1;
 
@@ -77,7 +77,7 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 -- moved on (fenced).
 UPDATE idempotency_keys
 SET state = 3,
-    lease_until = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+    lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER),
     headers = x'',
     body = x''
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
@@ -90,8 +90,8 @@ WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key =
 DELETE FROM idempotency_keys
 WHERE (scope, principal, idem_key) IN (
     SELECT scope, principal, idem_key FROM idempotency_keys
-    WHERE sweep_at <= (julianday('now') - 2440587.5) * 86400000
-      AND expires_at <= (julianday('now') - 2440587.5) * 86400000
+    WHERE sweep_at <= (julianday() - 2440587.5) * 86400000
+      AND expires_at <= (julianday() - 2440587.5) * 86400000
     ORDER BY sweep_at
     LIMIT sqlc.arg(batch));
 
@@ -102,7 +102,7 @@ WHERE (scope, principal, idem_key) IN (
 DELETE FROM idempotency_keys_processed
 WHERE (consumer, message_id) IN (
     SELECT consumer, message_id FROM idempotency_keys_processed
-    WHERE processed_at <= (julianday('now') - 2440587.5) * 86400000 - CAST(sqlc.arg(retention_ms) AS INTEGER)
+    WHERE processed_at <= (julianday() - 2440587.5) * 86400000 - CAST(sqlc.arg(retention_ms) AS INTEGER)
     ORDER BY processed_at
     LIMIT sqlc.arg(batch));
 

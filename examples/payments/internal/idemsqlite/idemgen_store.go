@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -31,7 +32,7 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 
 // Store keeps idempotency records in the SQLite table idempotency_keys. It
 // implements idemrt.TxStore. Lease and expiry are decided in SQL on
-// SQLite's clock (julianday('now')).
+// SQLite's clock (julianday(), the current time).
 //
 // Open the database in WAL mode with a busy timeout, and make transactions
 // take the write lock when they begin, e.g. with modernc.org/sqlite:
@@ -40,9 +41,18 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 //
 // Statements: a first request costs a read, the claim (a write) and the
 // completion (a write); a replay or a conflict costs one read.
+//
+// SQLite has one writer at a time. The store's transactional attempts take
+// an in-process turn before BEGIN and give it back at COMMIT or ROLLBACK
+// (or when the attempt's lease ends), so that they queue in the process
+// instead of competing for the write lock through busy_timeout's sleeps.
+// Other writers (non-transactional claims, completions, other processes)
+// still meet them at the write lock.
 type Store struct {
 	db        *sql.DB
 	q         *sqlcQueries
+	turn      chan struct{} // the write turn of transactional attempts; see takeTurn
+	busy      time.Duration // the connection's busy_timeout
 	retention time.Duration // of processed message ids; see ProcessedRetention
 }
 
@@ -79,7 +89,7 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
-	return newStore(&Store{db: db, q: q}, opts), nil
+	return newStore(&Store{db: db, q: q, turn: make(chan struct{}, 1), busy: time.Duration(busy) * time.Millisecond}, opts), nil
 }
 
 // Close releases the store's prepared statements (not db).
@@ -186,11 +196,12 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // commit per first request, and a rollback (or a crash) leaves no trace, so
 // the key may run again at once. The read comes first, as in Claim. The
 // transaction holds SQLite's single write lock from its first write (from
-// BEGIN with _txlock=immediate) to its end, so a duplicate waits for it
-// (busy_timeout) and then reads its outcome: the replay, or the key free
-// again after a rollback. A duplicate whose busy_timeout or context ends
-// first (the wrapper bounds each store call, Options.StoreTimeout) is told
-// InProgress.
+// BEGIN with _txlock=immediate) to its end, and the store's write turn from
+// before BEGIN to its end or ctx's (the attempt's lease), so a duplicate
+// waits for it (for the turn, then busy_timeout at BEGIN) and then reads
+// its outcome: the replay, or the key free again after a rollback. A
+// duplicate whose busy_timeout or context ends first (the wrapper bounds
+// each store call, Options.StoreTimeout) is told InProgress.
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
@@ -201,8 +212,15 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		if err != nil || live != nil {
 			return nil, deref(live), err
 		}
+		turn := s.takeTurn(ctx)
+		if turn == nil {
+			// The turn stayed taken for busy_timeout, or for as long as
+			// the caller would wait.
+			return nil, busy, nil
+		}
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
+			turn.end()
 			if isBusy(err) || ctx.Err() != nil {
 				// The write lock stayed taken for busy_timeout, or for as
 				// long as the caller would wait.
@@ -214,6 +232,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		epoch, err := q.Acquire(ctx, acquireParams(req))
 		if err != nil {
 			_ = tx.Rollback()
+			turn.end()
 		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -223,9 +242,53 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		case err != nil:
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		return &storeTx{tx: tx, q: q}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+		return &storeTx{tx: tx, q: q, turn: turn}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// takeTurn waits for the store's write turn while ctx lasts, and at most
+// busy_timeout (as BEGIN would wait for the write lock), and holds it until
+// the returned turn's end or ctx's end, whichever comes first: a hung
+// attempt keeps it no longer than its lease. It returns nil when the turn
+// did not come.
+func (s *Store) takeTurn(ctx context.Context) *heldTurn {
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		t := time.NewTimer(s.busy)
+		select {
+		case s.turn <- struct{}{}:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+			return nil
+		}
+	}
+	h := &heldTurn{turn: s.turn}
+	h.stop = context.AfterFunc(ctx, h.release)
+	return h
+}
+
+// heldTurn is a write turn taken by takeTurn.
+type heldTurn struct {
+	turn     chan struct{}
+	stop     func() bool
+	released atomic.Bool
+}
+
+// end gives the turn back (at most once).
+func (h *heldTurn) end() {
+	h.stop()
+	h.release()
+}
+
+func (h *heldTurn) release() {
+	if h.released.CompareAndSwap(false, true) {
+		<-h.turn
+	}
 }
 
 // isBusy reports SQLite's SQLITE_BUSY: the write lock was not free within
@@ -303,17 +366,28 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 
 // BeginTx opens the transaction of a transactional operation: the handler
 // writes through it (see TxFromContext) and the completion commits in it.
+// It takes the store's write turn first, as BeginClaim does, until the
+// transaction or ctx ends.
 func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
+	turn := s.takeTurn(ctx)
+	if turn == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("idempotency store: begin: %w", err)
+		}
+		return nil, errors.New("idempotency store: begin: other transactions of this store held the write turn for busy_timeout")
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		turn.end()
 		return nil, fmt.Errorf("idempotency store: begin: %w", err)
 	}
-	return &storeTx{tx: tx, q: s.q.WithTx(tx)}, nil
+	return &storeTx{tx: tx, q: s.q.WithTx(tx), turn: turn}, nil
 }
 
 type storeTx struct {
-	tx *sql.Tx
-	q  *sqlcQueries
+	tx   *sql.Tx
+	q    *sqlcQueries
+	turn *heldTurn // ended with the transaction
 }
 
 func (t *storeTx) Handle() any { return t.tx }
@@ -322,9 +396,17 @@ func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
 	return completeWith(ctx, t.q, c)
 }
 
-func (t *storeTx) Commit(ctx context.Context) error { return t.tx.Commit() }
+func (t *storeTx) Commit(ctx context.Context) error {
+	err := t.tx.Commit()
+	t.turn.end()
+	return err
+}
 
-func (t *storeTx) Rollback(ctx context.Context) error { return t.tx.Rollback() }
+func (t *storeTx) Rollback(ctx context.Context) error {
+	err := t.tx.Rollback()
+	t.turn.end()
+	return err
+}
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency
