@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // HTTPFloor is a handler that sends a fixed sequence of statements for a
@@ -19,10 +22,13 @@ type HTTPFloor struct {
 }
 
 // HTTPFloors measures floors against the bare INSERT handler of
-// HTTPRatios, through the same real net/http server and 16 clients, in
-// interleaved 250 ms slices (8 rounds per b.N); each floor's ratio is
-// reported as name/insert, with the load average before and after.
-func HTTPFloors(b *testing.B, insert func(ctx context.Context, id string, body []byte) error, floors []HTTPFloor) {
+// HTTPRatios (hb.Insert), through the same real net/http server and 16
+// clients, in interleaved 250 ms slices (8 rounds per b.N), together with
+// HTTPRatios' newkey and newkey-tx (that handler through idemrt.Wrap over
+// hb.Store), so that the wrapper, the store and the floors are compared in
+// one run. Each ratio is reported as name/insert, with the load average
+// before and after.
+func HTTPFloors(b *testing.B, hb HTTPBackend, floors []HTTPFloor) {
 	load0 := loadAverage()
 	answer := func(w http.ResponseWriter, err error) {
 		if err != nil {
@@ -33,10 +39,23 @@ func HTTPFloors(b *testing.B, insert func(ctx context.Context, id string, body [
 		w.WriteHeader(http.StatusCreated)
 		w.Write(httpBody)
 	}
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		answer(w, hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody))
+	}
+	wrap := func(route string, transactional bool) http.Handler {
+		p := policy(transactional, time.Minute)
+		p.Route = route
+		p.OperationID = strings.ReplaceAll(route, "/", "_")
+		w, err := idemrt.Wrap(idemrt.Options{Store: hb.Store}, p, http.HandlerFunc(handler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return w
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /bare", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody))
-	})
+	mux.HandleFunc("POST /bare", handler)
+	mux.Handle("POST /charges", wrap("/charges", false))
+	mux.Handle("POST /tx/charges", wrap("/tx/charges", true))
 	for _, f := range floors {
 		mux.HandleFunc("POST /floor/"+f.Name, func(w http.ResponseWriter, r *http.Request) {
 			key := r.Header.Get("Idempotency-Key")
@@ -61,8 +80,12 @@ func HTTPFloors(b *testing.B, insert func(ctx context.Context, id string, body [
 			return do(client, req, http.StatusCreated)
 		}
 	}
-	cases := []*benchCase{{name: "insert", fn: postNew("/bare")}}
-	var ratios [][2]string
+	cases := []*benchCase{
+		{name: "insert", fn: postNew("/bare")},
+		{name: "newkey", fn: postNew("/charges")},
+		{name: "newkey-tx", fn: postNew("/tx/charges")},
+	}
+	ratios := [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}}
 	for _, f := range floors {
 		cases = append(cases, &benchCase{name: f.Name, fn: postNew("/floor/" + f.Name)})
 		ratios = append(ratios, [2]string{f.Name, "insert"})

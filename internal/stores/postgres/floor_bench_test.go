@@ -36,9 +36,16 @@ import (
 //
 //   - store-nontx, store-tx: the store's own Claim, INSERT, Complete and
 //     BeginClaim, INSERT in its transaction, Complete, Commit (TestRoundTrips'
-//     round trips), with no wrapper around them, in the same run.
+//     round trips), with no wrapper around them.
 //
-//     go test ./internal/stores/postgres -run '^$' -bench HTTPFloor -benchtime 1x -count 3
+//   - store-tx-batched: store-tx with BEGIN sent with the claim (4 round
+//     trips: the read, BEGIN+ClaimTx, INSERT, CompleteTx+COMMIT), the
+//     fewest the store could send while a replay stays one read.
+//
+// newkey and newkey-tx, BenchmarkHTTP's requests through the wrapper, run
+// in the same rounds.
+//
+//	go test ./internal/stores/postgres -run '^$' -bench HTTPFloor -benchtime 1x -count 3
 func BenchmarkHTTPFloor(b *testing.B) {
 	db := newTestDB(b)
 	pool := db.pool(b, func(c *pgxpool.Config) { c.MaxConns = harness.Clients })
@@ -97,9 +104,16 @@ func BenchmarkHTTPFloor(b *testing.B) {
 			Response: &idemrt.SavedResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body},
 		}
 	}
-	harness.HTTPFloors(b, func(ctx context.Context, id string, body []byte) error {
-		_, err := pool.Exec(ctx, plainInsert, id, body)
-		return err
+	harness.HTTPFloors(b, harness.HTTPBackend{
+		Store: st,
+		Insert: func(ctx context.Context, id string, body []byte) error {
+			if tx, ok := TxFromContext(ctx); ok {
+				_, err := tx.Exec(ctx, plainInsert, id, body)
+				return err
+			}
+			_, err := pool.Exec(ctx, plainInsert, id, body)
+			return err
+		},
 	}, []harness.HTTPFloor{
 		{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
 			var epoch int64
@@ -172,6 +186,39 @@ func BenchmarkHTTPFloor(b *testing.B) {
 				b.Queue(completeAny, completeArgs(key, body, 0)[:8]...)
 				b.Queue("commit")
 				return finish(c.SendBatch(ctx, b), 3, completed)
+			})
+		}},
+		{Name: "store-tx-batched", Do: func(ctx context.Context, key, id string, body []byte) error {
+			rk := idemrt.RecordKey{Scope: "createCharge", Key: key}
+			if err := pool.QueryRow(ctx, lookup, "createCharge", rk.PrincipalHash[:], key).Scan(); !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("lookup: %v", err)
+			}
+			return inConn(ctx, func(c *pgxpool.Conn) error {
+				b := &pgx.Batch{}
+				b.Queue("begin")
+				b.Queue(claimTx, lockKey(rk), leaseMs, "createCharge", rk.PrincipalHash[:], key, fingerprint, int32(2), ttlMs)
+				br := c.SendBatch(ctx, b)
+				_, err := br.Exec()
+				var row sqlcClaimTxRow
+				if err == nil {
+					err = br.QueryRow().Scan(&row.Locked, &row.IdleTimeout, &row.Epoch)
+				}
+				if cerr := br.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+				if !row.Locked || !row.Epoch.Valid {
+					return errors.New("claim: not acquired")
+				}
+				if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
+					return err
+				}
+				b = &pgx.Batch{}
+				b.Queue(completeTx, completeArgs(key, body, row.Epoch.Int64)...)
+				b.Queue("commit")
+				return finish(c.SendBatch(ctx, b), 0, func(pgconn.CommandTag) error { return nil })
 			})
 		}},
 		{Name: "store-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
