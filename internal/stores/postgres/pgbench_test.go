@@ -160,11 +160,11 @@ func pgbenchMinimal(t *testing.T, pipelined bool) string {
 	if pipelined {
 		b.WriteString("\\startpipeline\n")
 	}
-	complete := strings.Replace(pgbenchStatement(t, "Complete"), "epoch = :epoch", "epoch = epoch", 1)
-	if !strings.Contains(complete, "epoch = epoch") {
+	completeAny := strings.Replace(pgbenchStatement(t, "Complete"), "epoch = :epoch", "epoch = epoch", 1)
+	if !strings.Contains(completeAny, "epoch = epoch") {
 		t.Fatal("pgbench scripts: Complete has no epoch condition to drop")
 	}
-	for _, sql := range []string{"begin", pgbenchStatement(t, "Acquire"), pgbenchHandler, complete, "commit"} {
+	for _, sql := range []string{"begin", pgbenchStatement(t, "Acquire"), pgbenchHandler, completeAny, "commit"} {
 		b.WriteString(sql + ";\n")
 	}
 	if pipelined {
