@@ -108,6 +108,10 @@ func BenchmarkSweepers(b *testing.B) {
 	harness.SweepThroughput(b, stores, 20000, 500)
 }
 
+// plainInsert is the bare handler's statement in BenchmarkHTTP, and the
+// handler's write in the pgbench scripts (TestPgbenchScripts).
+const plainInsert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
+
 // BenchmarkHTTP measures what users pay, through a real net/http server on
 // 127.0.0.1 with 16 clients (see harness.HTTPRatios): a handler inserting
 // one row, bare and protected in both modes, and a bare primary-key GET
@@ -125,15 +129,14 @@ func BenchmarkHTTP(b *testing.B) {
 	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
 		b.Fatal(err)
 	}
-	const insert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
 	harness.HTTPRatios(b, harness.HTTPBackend{
 		Store: st,
 		Insert: func(ctx context.Context, id string, body []byte) error {
 			if tx, ok := TxFromContext(ctx); ok {
-				_, err := tx.Exec(ctx, insert, id, body)
+				_, err := tx.Exec(ctx, plainInsert, id, body)
 				return err
 			}
-			_, err := pool.Exec(ctx, insert, id, body)
+			_, err := pool.Exec(ctx, plainInsert, id, body)
 			return err
 		},
 		Get: func(ctx context.Context, id string) (body []byte, err error) {

@@ -35,6 +35,16 @@ func (l pgxTrace) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceB
 func (pgxTrace) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
+// firstRoundTrips and firstRoundTripsTx are the round trips of a first
+// request, non-transactional and transactional (a batch's statements joined
+// by "+"): TestRoundTrips pins them, and TestPgbenchScripts writes the
+// pgbench scripts of docs/performance.md from them, so that the scripts
+// send what the store sends.
+var (
+	firstRoundTrips   = []string{"Lookup", "Acquire", "Complete"}
+	firstRoundTripsTx = []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}
+)
+
 // TestRoundTrips pins what docs/stores.md promises, through the wrapper: a
 // first request is a plain read, the claim and the completion; a replay and
 // a conflict one plain read each; a takeover of an abandoned record as many
@@ -54,10 +64,10 @@ func TestRoundTrips(t *testing.T) {
 		}
 		return st
 	}, harness.RoundTripWant{
-		First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
+		First: firstRoundTrips, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
 	}, harness.RoundTripWant{
-		First: []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}, Replay: []string{"Lookup"},
+		First: firstRoundTripsTx, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback"},
 	})
 }
