@@ -177,14 +177,19 @@ func ConcurrentSweepers(t *testing.T, b *Backend, stores []idemrt.Store) {
 // SweepThroughput times sweepers emptying a table of n expired records,
 // one sweeper alone and then len(stores) at once (batches of batch
 // records), and reports records deleted per second for each as
-// "1-sweepers-rec/s" and "N-sweepers-rec/s". Then, on a fresh table, it
-// starts the len(stores) sweepers' calls together, round after round, and
-// reports the records one round deletes, in batches ("batches/round": 4
-// when four sweepers never wait for each other's rows, about 1 when they
-// queue behind one batch). Run it with -benchtime=1x.
-func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
+// "1-sweepers-rec/s" and "N-sweepers-rec/s", and their ratio as
+// "speedup" (N sweepers' records/s over one's; the issue asks for 3 with
+// four). Before that, on a fresh table, it starts the len(stores)
+// sweepers' calls together, round after round, and reports the records
+// one round deletes, in batches ("batches/round": 4 when four sweepers
+// never wait for each other's rows, about 1 when they queue behind one
+// batch). fill creates the expired records (claims from 8 goroutines) and
+// checks that none is left between the timings; it may be a store on a
+// direct connection while the sweepers' go through a slower network. Run
+// it with -benchtime=1x.
+func SweepThroughput(b *testing.B, fill idemrt.Store, stores []idemrt.Store, n, batch int) {
 	for range b.N {
-		expire(b, stores[0], n)
+		expire(b, fill, n)
 		deleted, rounds := 0, 0
 		for deleted+len(stores)*batch <= n {
 			var wg sync.WaitGroup
@@ -210,9 +215,10 @@ func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
 			rounds++
 		}
 		b.ReportMetric(float64(deleted)/float64(rounds*batch), "batches/round")
-		sweepAll(b, stores[0], batch)
+		sweepAll(b, fill, batch)
+		rates := map[int]float64{}
 		for _, k := range []int{1, len(stores)} {
-			expire(b, stores[0], n)
+			expire(b, fill, n)
 			start := time.Now()
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -240,8 +246,10 @@ func SweepThroughput(b *testing.B, stores []idemrt.Store, n, batch int) {
 			if total != n {
 				b.Fatalf("%d sweepers deleted %d records, want %d", k, total, n)
 			}
-			b.ReportMetric(float64(n)/time.Since(start).Seconds(), fmt.Sprintf("%d-sweepers-rec/s", k))
+			rates[k] = float64(n) / time.Since(start).Seconds()
+			b.ReportMetric(rates[k], fmt.Sprintf("%d-sweepers-rec/s", k))
 		}
+		b.ReportMetric(rates[len(stores)]/rates[1], "speedup")
 	}
 }
 
