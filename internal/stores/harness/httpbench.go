@@ -49,15 +49,7 @@ var httpBody = []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 // IDEMGEN_BENCH_CASES selects cases (see interleave).
 func HTTPRatios(b *testing.B, hb HTTPBackend) {
 	load0 := loadAverage()
-	handler := func(w http.ResponseWriter, r *http.Request) {
-		if err := hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(httpBody)
-	}
+	handler := hb.insertHandler()
 	noop := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
@@ -197,4 +189,24 @@ func loadAverage() float64 {
 	f, _, _ := strings.Cut(string(b), " ")
 	v, _ := strconv.ParseFloat(f, 64)
 	return v
+}
+
+// insertHandler is the bare INSERT handler (the one the wrapped cases
+// wrap): it inserts httpBody under the request's Idempotency-Key and
+// answers as answerCreated does.
+func (hb HTTPBackend) insertHandler() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		answerCreated(w, hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody))
+	}
+}
+
+// answerCreated answers 201 with httpBody, or 500 with err.
+func answerCreated(w http.ResponseWriter, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	w.Write(httpBody)
 }

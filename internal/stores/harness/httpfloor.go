@@ -30,18 +30,7 @@ type HTTPFloor struct {
 // before and after.
 func HTTPFloors(b *testing.B, hb HTTPBackend, floors []HTTPFloor) {
 	load0 := loadAverage()
-	answer := func(w http.ResponseWriter, err error) {
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(httpBody)
-	}
-	handler := func(w http.ResponseWriter, r *http.Request) {
-		answer(w, hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody))
-	}
+	handler := hb.insertHandler()
 	wrap := func(route string, transactional bool) http.Handler {
 		p := policy(transactional, time.Minute)
 		p.Route = route
@@ -59,7 +48,7 @@ func HTTPFloors(b *testing.B, hb HTTPBackend, floors []HTTPFloor) {
 	for _, f := range floors {
 		mux.HandleFunc("POST /floor/"+f.Name, func(w http.ResponseWriter, r *http.Request) {
 			key := r.Header.Get("Idempotency-Key")
-			answer(w, f.Do(r.Context(), key, key, httpBody))
+			answerCreated(w, f.Do(r.Context(), key, key, httpBody))
 		})
 	}
 	srv := httptest.NewServer(mux)

@@ -148,6 +148,19 @@ func sweepBatches(b *testing.B, fill idemrt.Store, stores []idemrt.Store) {
 // handler's write in the pgbench scripts (TestPgbenchScripts).
 const plainInsert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
 
+// insertPlain is the bare handler's write: plainInsert, in the operation's
+// transaction when there is one (transactional mode), else on pool.
+func insertPlain(pool *pgxpool.Pool) func(ctx context.Context, id string, body []byte) error {
+	return func(ctx context.Context, id string, body []byte) error {
+		if tx, ok := TxFromContext(ctx); ok {
+			_, err := tx.Exec(ctx, plainInsert, id, body)
+			return err
+		}
+		_, err := pool.Exec(ctx, plainInsert, id, body)
+		return err
+	}
+}
+
 // BenchmarkHTTP measures what users pay, through a real net/http server on
 // 127.0.0.1 with 16 clients (see harness.HTTPRatios): a handler inserting
 // one row, bare and protected in both modes, and a bare primary-key GET
@@ -166,15 +179,8 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	harness.HTTPRatios(b, harness.HTTPBackend{
-		Store: st,
-		Insert: func(ctx context.Context, id string, body []byte) error {
-			if tx, ok := TxFromContext(ctx); ok {
-				_, err := tx.Exec(ctx, plainInsert, id, body)
-				return err
-			}
-			_, err := pool.Exec(ctx, plainInsert, id, body)
-			return err
-		},
+		Store:  st,
+		Insert: insertPlain(pool),
 		Get: func(ctx context.Context, id string) (body []byte, err error) {
 			err = pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&body)
 			return body, err

@@ -105,15 +105,8 @@ func BenchmarkHTTPFloor(b *testing.B) {
 		}
 	}
 	harness.HTTPFloors(b, harness.HTTPBackend{
-		Store: st,
-		Insert: func(ctx context.Context, id string, body []byte) error {
-			if tx, ok := TxFromContext(ctx); ok {
-				_, err := tx.Exec(ctx, plainInsert, id, body)
-				return err
-			}
-			_, err := pool.Exec(ctx, plainInsert, id, body)
-			return err
-		},
+		Store:  st,
+		Insert: insertPlain(pool),
 	}, []harness.HTTPFloor{
 		{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
 			var epoch int64
