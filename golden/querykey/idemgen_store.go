@@ -42,14 +42,12 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 // Statements: a first request costs a read, the claim (a write) and the
 // completion (a write); a replay or a conflict costs one read.
 //
-// SQLite has one writer at a time. The store's writes take an in-process
-// turn, in order: a transactional attempt before BEGIN until COMMIT or
-// ROLLBACK (or the end of the attempt's lease), any other write (a claim's
-// upsert, a completion, a release, a sweep batch) for its one statement. So
-// the store's writers in one process queue instead of competing for the
-// write lock through busy_timeout's sleeps. Other processes, and writes in
-// a transaction of the caller's (MarkProcessed), still meet them at the
-// write lock.
+// SQLite has one writer at a time. The store's transactional attempts take
+// an in-process turn before BEGIN and give it back at COMMIT or ROLLBACK
+// (or when the attempt's lease ends), so that they queue in the process
+// instead of competing for the write lock through busy_timeout's sleeps.
+// Other writers (non-transactional claims, completions, other processes)
+// still meet them at the write lock.
 type Store struct {
 	db        *sql.DB
 	q         *sqlcQueries
@@ -126,11 +124,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil || live != nil {
 			return deref(live), err
 		}
-		var epoch int64
-		err = s.write(ctx, func() (err error) {
-			epoch, err = s.q.Acquire(ctx, acquireParams(req))
-			return err
-		})
+		epoch, err := s.q.Acquire(ctx, acquireParams(req))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // another attempt claimed the key since the read
 		}
@@ -278,28 +272,6 @@ func (s *Store) takeTurn(ctx context.Context) *heldTurn {
 	return h
 }
 
-// errNoTurn is a write that waited for the store's write turn for
-// busy_timeout, as SQLITE_BUSY is one that waited for the write lock.
-var errNoTurn = errors.New("other writes of this store held the write turn for busy_timeout (database is locked)")
-
-// write runs one write statement of the store (not in a transaction) in the
-// store's write turn, so that the store's writers in this process queue in
-// order for SQLite's one write lock, transactional attempts among them,
-// instead of meeting at the lock and its busy_timeout sleeps (which let a
-// stream of short writes starve a waiting transaction). It waits for the
-// turn as takeTurn does.
-func (s *Store) write(ctx context.Context, f func() error) error {
-	turn := s.takeTurn(ctx)
-	if turn == nil {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return errNoTurn
-	}
-	defer turn.end()
-	return f()
-}
-
 // heldTurn is a write turn taken by takeTurn.
 type heldTurn struct {
 	turn     chan struct{}
@@ -327,7 +299,7 @@ func isBusy(err error) bool {
 
 // Complete saves the result of the attempt holding c.Epoch.
 func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
-	return s.write(ctx, func() error { return completeWith(ctx, s.q, c) })
+	return completeWith(ctx, s.q, c)
 }
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
@@ -362,11 +334,7 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 	if err := checkRecordKey(key); err != nil {
 		return err
 	}
-	var n int64
-	err := s.write(ctx, func() (err error) {
-		n, err = s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
-		return err
-	})
+	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
 	if err != nil {
 		return fmt.Errorf("idempotency store: release: %w", err)
 	}
@@ -383,24 +351,16 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // per database adds nothing.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	return s.sweepTables(ctx, limit,
-		func(ctx context.Context, limit int) (n int, err error) {
-			err = s.write(ctx, func() error {
-				deleted, err := s.q.Sweep(ctx, int64(limit))
-				n = int(deleted)
-				return err
-			})
-			return n, err
+		func(ctx context.Context, limit int) (int, error) {
+			n, err := s.q.Sweep(ctx, int64(limit))
+			return int(n), err
 		},
-		func(ctx context.Context, limit int, retention time.Duration) (n int, err error) {
-			err = s.write(ctx, func() error {
-				deleted, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-					RetentionMs: durationUnits(retention, time.Millisecond),
-					Batch:       int64(limit),
-				})
-				n = int(deleted)
-				return err
+		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+			n, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
+				RetentionMs: durationUnits(retention, time.Millisecond),
+				Batch:       int64(limit),
 			})
-			return n, err
+			return int(n), err
 		})
 }
 
@@ -414,7 +374,7 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("idempotency store: begin: %w", err)
 		}
-		return nil, fmt.Errorf("idempotency store: begin: %w", errNoTurn)
+		return nil, errors.New("idempotency store: begin: other transactions of this store held the write turn for busy_timeout")
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
