@@ -171,5 +171,7 @@ func TestTurnEndsWithLease(t *testing.T) {
 	if err != nil || res.State != idemrt.Acquired {
 		t.Fatalf("after a rollback: %+v, %v", res, err)
 	}
-	tx4.Rollback(ctx)
+	if err := tx4.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
