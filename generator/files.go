@@ -165,9 +165,10 @@ func (fs *specFiles) give(s *source) []byte {
 	return s.text
 }
 
-// firstByte is the first byte of text past JSON's white space, or 0.
+// firstByte is the first byte of text past a UTF-8 byte-order mark and
+// JSON's white space, or 0.
 func firstByte(text []byte) byte {
-	for _, c := range text {
+	for _, c := range bytes.TrimPrefix(text, utf8BOM) {
 		switch c {
 		case ' ', '\t', '\n', '\r':
 		default:

@@ -86,11 +86,18 @@ func repeatDiags(s *source, reps []repeat, lang, kind string) Diagnostics {
 // json.Valid(data) is false): a YAML file is left to the YAML loader.
 func jsonRepeats(data []byte) (reps []repeat, ok bool) {
 	sc := jsonScanner{data: data}
+	if bytes.HasPrefix(data, utf8BOM) {
+		sc.i = len(utf8BOM) // offsets stay those of data
+	}
 	if !sc.scan() {
 		return nil, false
 	}
 	return sc.reps, true
 }
+
+// utf8BOM is a UTF-8 byte-order mark, which a JSON file may begin with
+// (the YAML loader reading it skips one).
+var utf8BOM = []byte("\xEF\xBB\xBF")
 
 // maxJSONDepth is encoding/json's nesting limit; deeper is invalid.
 const maxJSONDepth = 10000
@@ -447,6 +454,15 @@ func yamlRepeats(s *source, root *yaml.Node) (reps []repeat, ok bool) {
 				j, seen := last[key]
 				last[key] = i
 				if !seen {
+					continue
+				}
+				if k.Anchor != "" || k.Tag != "" && k.Style&yaml.TaggedStyle != 0 {
+					// The text's key locator (locate.go) reads a key
+					// written "&a key" or "!!str key" as that whole
+					// text, so positions found after the earlier entry
+					// is blanked would be wrong: report the repeat as
+					// the load error it is.
+					ok = false
 					continue
 				}
 				// The entry after the earlier one exists: this one at least.

@@ -100,6 +100,22 @@ func keyEnd(data []byte, off int) int {
 // every line as many characters long as before.
 func checkJSONRepeats(t *testing.T, data []byte) []repeat {
 	t.Helper()
+	if rest, bom := bytes.CutPrefix(data, utf8BOM); bom {
+		// A leading byte-order mark is skipped, the offsets staying those
+		// of data: the repeats are rest's, moved by its length.
+		want := checkJSONRepeats(t, rest)
+		reps, ok := jsonRepeats(data)
+		if ok != json.Valid(rest) || len(reps) != len(want) {
+			t.Fatalf("with a byte-order mark: ok=%v, %d repeats; without: %d repeats (%q)", ok, len(reps), len(want), data)
+		}
+		for i, r := range reps {
+			w := want[i]
+			if r.key != w.key || r.at != w.at+len(utf8BOM) || r.prev != w.prev+len(utf8BOM) || r.prevEnd != w.prevEnd+len(utf8BOM) {
+				t.Fatalf("with a byte-order mark, repeat %+v; without, %+v (%q)", r, w, data)
+			}
+		}
+		return reps
+	}
 	reps, ok := jsonRepeats(data)
 	if valid := json.Valid(data); ok != valid {
 		t.Fatalf("jsonRepeats ok=%v, json.Valid=%v for %q", ok, valid, data)

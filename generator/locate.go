@@ -152,6 +152,9 @@ func (s *source) children(off int) map[string]int {
 func (s *source) rootChildren() map[string]int {
 	t := s.text
 	i := 0
+	if bytes.HasPrefix(t, utf8BOM) {
+		i = len(utf8BOM)
+	}
 	for {
 		i = skipSpace(t, i, true)
 		// A directive (%YAML) or the document start marker.

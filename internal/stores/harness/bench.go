@@ -275,7 +275,7 @@ type benchCase struct {
 // IDEMGEN_BENCH_CASES, when set, is a comma-separated list of the case
 // names to run; the others are left out, with the ratios that need them.
 func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
-	cases, ratios = selectCases(cases, ratios, os.Getenv("IDEMGEN_BENCH_CASES"))
+	cases, ratios = selectCases(b, cases, ratios, os.Getenv("IDEMGEN_BENCH_CASES"))
 	if len(cases) == 0 {
 		b.Fatal("IDEMGEN_BENCH_CASES selects no case")
 	}
@@ -311,23 +311,35 @@ func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
 
 // selectCases keeps the cases named in the comma-separated list only (all
 // of them when only is empty), and the ratios both of whose sides are kept.
-func selectCases(cases []*benchCase, ratios [][2]string, only string) ([]*benchCase, [][2]string) {
+// A name that is no case fails the benchmark: a typo would otherwise drop
+// a case and its ratios without a word.
+func selectCases(b *testing.B, cases []*benchCase, ratios [][2]string, only string) ([]*benchCase, [][2]string) {
 	if strings.TrimSpace(only) == "" {
 		return cases, ratios
 	}
 	keep := map[string]bool{}
 	for _, name := range strings.Split(only, ",") {
-		keep[strings.TrimSpace(name)] = true
+		if name = strings.TrimSpace(name); name != "" {
+			keep[name] = true
+		}
 	}
 	var cs []*benchCase
 	for _, c := range cases {
 		if keep[c.name] {
 			cs = append(cs, c)
+			delete(keep, c.name)
 		}
+	}
+	for name := range keep {
+		b.Fatalf("IDEMGEN_BENCH_CASES names %q, which is not a case of this benchmark", name)
+	}
+	kept := map[string]bool{}
+	for _, c := range cs {
+		kept[c.name] = true
 	}
 	var rs [][2]string
 	for _, r := range ratios {
-		if keep[r[0]] && keep[r[1]] {
+		if kept[r[0]] && kept[r[1]] {
 			rs = append(rs, r)
 		}
 	}

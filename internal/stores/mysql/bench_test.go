@@ -30,8 +30,9 @@ func BenchmarkSweepers(b *testing.B) {
 // BenchmarkSweepersNetwork is BenchmarkSweepers with each sweeper's pool
 // connected through its own harness.Proxy that delays each direction by
 // 1 ms, as sweepers on separate servers reach the database over a network:
-// a batch (begin, the locking SELECT, the DELETE, commit) then waits four
-// round trips (8 ms) besides the server's work, which other sweepers'
+// a batch (SET TRANSACTION, begin, the locking SELECT, the DELETE's prepare
+// and execute, commit) then waits six round trips (12 ms) besides the
+// server's work, which other sweepers'
 // batches can use. The records are created over a direct connection. The
 // proxies' copying runs on the same 2 cores.
 //
@@ -50,7 +51,7 @@ func BenchmarkSweepersNetwork(b *testing.B) {
 
 // sweepBatches runs harness.SweepThroughput on 20000 records in batches of
 // 500 and of 1000 (the store deletes 1000 keys in two DELETE statements of
-// 500: one round trip more).
+// 500: two round trips more, a prepare and an execute).
 func sweepBatches(b *testing.B, fill idemrt.Store, stores []idemrt.Store) {
 	for _, batch := range []int{500, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
