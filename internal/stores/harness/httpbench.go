@@ -49,26 +49,12 @@ var httpBody = []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 // IDEMGEN_BENCH_CASES selects cases (see interleave).
 func HTTPRatios(b *testing.B, hb HTTPBackend) {
 	load0 := loadAverage()
-	handler := hb.insertHandler()
 	noop := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		w.Write(httpBody)
 	}
-	wrap := func(st idemrt.Store, route string, transactional bool, h http.HandlerFunc) http.Handler {
-		p := policy(transactional, time.Minute)
-		p.Route = route
-		p.OperationID = strings.ReplaceAll(route, "/", "_")
-		w, err := idemrt.Wrap(idemrt.Options{Store: st}, p, h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /bare", handler)
-	mux.Handle("POST /charges", wrap(hb.Store, "/charges", false, handler))
-	mux.Handle("POST /tx/charges", wrap(hb.Store, "/tx/charges", true, handler))
+	mux := newHTTPMux(b, hb)
 	mux.HandleFunc("GET /rows/{id}", func(w http.ResponseWriter, r *http.Request) {
 		body, err := hb.Get(r.Context(), r.PathValue("id"))
 		if err != nil {
@@ -98,24 +84,9 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 		w.Write(body)
 	})
 	mux.HandleFunc("POST /noop", noop)
-	mux.Handle("POST /mem/charges", wrap(idemrt.NewMemoryStore(), "/mem/charges", false, noop))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConns: Clients, MaxIdleConnsPerHost: Clients, MaxConnsPerHost: Clients,
-		DisableCompression: true,
-	}}
-	defer client.CloseIdleConnections()
-	post := func(c *http.Client, path, key string, want int) error {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(requestJSON))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		return do(c, req, want)
-	}
+	mux.Handle("POST /mem/charges", wrapRoute(b, idemrt.NewMemoryStore(), "/mem/charges", false, noop))
+	srv, client := serveHTTP(b, mux)
+	post := func(c *http.Client, path, key string, want int) error { return postJSON(c, srv.URL+path, key, want) }
 	run := fmt.Sprintf("r%d", time.Now().UnixNano())
 	rowID := func(i int64) string { return fmt.Sprintf("%s-row-%d", run, i%httpRows) }
 	replayKey := func(i int64) string { return fmt.Sprintf("%s-replay-%d", run, i%httpRows) }
@@ -131,9 +102,7 @@ func HTTPRatios(b *testing.B, hb HTTPBackend) {
 			b.Fatal(err)
 		}
 	}
-	postNew := func(path string) func(context.Context, int64) error {
-		return func(context.Context, int64) error { return post(client, path, NewKey(), http.StatusCreated) }
-	}
+	postNew := func(path string) func(context.Context, int64) error { return postNewKey(client, srv.URL+path) }
 	postReplay := func(path string) func(context.Context, int64) error {
 		return func(_ context.Context, i int64) error { return post(client, path, replayKey(i), http.StatusCreated) }
 	}
@@ -209,4 +178,62 @@ func answerCreated(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	w.Write(httpBody)
+}
+
+// newHTTPMux is the mux HTTPRatios and HTTPFloors share: hb's bare INSERT
+// handler at POST /bare, and the same handler wrapped over hb.Store at POST
+// /charges and, transactional, POST /tx/charges.
+func newHTTPMux(b *testing.B, hb HTTPBackend) *http.ServeMux {
+	handler := hb.insertHandler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /bare", handler)
+	mux.Handle("POST /charges", wrapRoute(b, hb.Store, "/charges", false, handler))
+	mux.Handle("POST /tx/charges", wrapRoute(b, hb.Store, "/tx/charges", true, handler))
+	return mux
+}
+
+// wrapRoute wraps h for route over st, with the benchmarks' policy.
+func wrapRoute(b *testing.B, st idemrt.Store, route string, transactional bool, h http.HandlerFunc) http.Handler {
+	p := policy(transactional, time.Minute)
+	p.Route = route
+	p.OperationID = strings.ReplaceAll(route, "/", "_")
+	w, err := idemrt.Wrap(idemrt.Options{Store: st}, p, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// serveHTTP serves mux on a real loopback server, and returns it with the
+// client the benchmarks send through: Clients keep-alive connections. Both
+// are closed when b ends.
+func serveHTTP(b *testing.B, mux *http.ServeMux) (*httptest.Server, *http.Client) {
+	srv := httptest.NewServer(mux)
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: Clients, MaxIdleConnsPerHost: Clients, MaxConnsPerHost: Clients,
+		DisableCompression: true,
+	}}
+	b.Cleanup(func() {
+		client.CloseIdleConnections()
+		srv.Close()
+	})
+	return srv, client
+}
+
+// postJSON posts the request body of the benchmarks to url with key, and
+// requires status want.
+func postJSON(c *http.Client, url, key string, want int) error {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(requestJSON))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	return do(c, req, want)
+}
+
+// postNewKey is a case that posts to url with a new key each time and
+// requires 201.
+func postNewKey(c *http.Client, url string) func(context.Context, int64) error {
+	return func(context.Context, int64) error { return postJSON(c, url, NewKey(), http.StatusCreated) }
 }

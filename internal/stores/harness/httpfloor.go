@@ -3,12 +3,7 @@ package harness
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
-
-	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // HTTPFloor is a handler that sends a fixed sequence of statements for a
@@ -30,45 +25,15 @@ type HTTPFloor struct {
 // before and after.
 func HTTPFloors(b *testing.B, hb HTTPBackend, floors []HTTPFloor) {
 	load0 := loadAverage()
-	handler := hb.insertHandler()
-	wrap := func(route string, transactional bool) http.Handler {
-		p := policy(transactional, time.Minute)
-		p.Route = route
-		p.OperationID = strings.ReplaceAll(route, "/", "_")
-		w, err := idemrt.Wrap(idemrt.Options{Store: hb.Store}, p, http.HandlerFunc(handler))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /bare", handler)
-	mux.Handle("POST /charges", wrap("/charges", false))
-	mux.Handle("POST /tx/charges", wrap("/tx/charges", true))
+	mux := newHTTPMux(b, hb)
 	for _, f := range floors {
 		mux.HandleFunc("POST /floor/"+f.Name, func(w http.ResponseWriter, r *http.Request) {
 			key := r.Header.Get("Idempotency-Key")
 			answerCreated(w, f.Do(r.Context(), key, key, httpBody))
 		})
 	}
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConns: Clients, MaxIdleConnsPerHost: Clients, MaxConnsPerHost: Clients,
-		DisableCompression: true,
-	}}
-	defer client.CloseIdleConnections()
-	postNew := func(path string) func(context.Context, int64) error {
-		return func(context.Context, int64) error {
-			req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(requestJSON))
-			if err != nil {
-				return err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", NewKey())
-			return do(client, req, http.StatusCreated)
-		}
-	}
+	srv, client := serveHTTP(b, mux)
+	postNew := func(path string) func(context.Context, int64) error { return postNewKey(client, srv.URL+path) }
 	cases := []*benchCase{
 		{name: "insert", fn: postNew("/bare")},
 		{name: "newkey", fn: postNew("/charges")},
