@@ -174,6 +174,16 @@ func ConcurrentSweepers(t *testing.T, b *Backend, stores []idemrt.Store) {
 	}
 }
 
+// SweepBatches runs SweepThroughput on 20000 records in batches of 500 and
+// of 1000, as sub-benchmarks batch=500 and batch=1000.
+func SweepBatches(b *testing.B, fill idemrt.Store, stores []idemrt.Store) {
+	for _, batch := range []int{500, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			SweepThroughput(b, fill, stores, 20000, batch)
+		})
+	}
+}
+
 // SweepThroughput times sweepers emptying a table of n expired records,
 // one sweeper alone and then len(stores) at once (batches of batch
 // records), and reports records deleted per second for each as

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func BenchmarkSweepers(b *testing.B) {
 	for range 4 {
 		stores = append(stores, db.backend(b, nil).Store)
 	}
-	sweepBatches(b, fill, stores)
+	harness.SweepBatches(b, fill, stores)
 }
 
 // BenchmarkSweepersNetwork is BenchmarkSweepers with each sweeper's pool
@@ -32,9 +31,10 @@ func BenchmarkSweepers(b *testing.B) {
 // 1 ms, as sweepers on separate servers reach the database over a network:
 // a batch (SET TRANSACTION, begin, the locking SELECT, the DELETE's prepare
 // and execute, commit) then waits six round trips (12 ms) besides the
-// server's work, which other sweepers'
-// batches can use. The records are created over a direct connection. The
-// proxies' copying runs on the same 2 cores.
+// server's work, which other sweepers' batches can use; batches of 1000
+// delete in two DELETE statements of 500, two round trips more. The
+// records are created over a direct connection. The proxies' copying runs
+// on the same 2 cores.
 //
 //	go test ./internal/stores/mysql -run '^$' -bench SweepersNetwork -benchtime 1x -count 3
 func BenchmarkSweepersNetwork(b *testing.B) {
@@ -46,18 +46,7 @@ func BenchmarkSweepersNetwork(b *testing.B) {
 		proxy.Delay(time.Millisecond)
 		stores = append(stores, db.backend(b, func(c *mysql.Config) { c.Addr = proxy.Addr() }).Store)
 	}
-	sweepBatches(b, fill, stores)
-}
-
-// sweepBatches runs harness.SweepThroughput on 20000 records in batches of
-// 500 and of 1000 (the store deletes 1000 keys in two DELETE statements of
-// 500: two round trips more, a prepare and an execute).
-func sweepBatches(b *testing.B, fill idemrt.Store, stores []idemrt.Store) {
-	for _, batch := range []int{500, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			harness.SweepThroughput(b, fill, stores, 20000, batch)
-		})
-	}
+	harness.SweepBatches(b, fill, stores)
 }
 
 // BenchmarkHTTP measures what users pay, through a real net/http server on

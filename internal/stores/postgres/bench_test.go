@@ -108,7 +108,7 @@ func BenchmarkSweepers(b *testing.B) {
 	for range 4 {
 		stores = append(stores, db.backend(b, func(c *pgxpool.Config) { c.MaxConns = 8 }).Store)
 	}
-	sweepBatches(b, fill, stores)
+	harness.SweepBatches(b, fill, stores)
 }
 
 // BenchmarkSweepersNetwork is BenchmarkSweepers with each sweeper's pool
@@ -131,17 +131,7 @@ func BenchmarkSweepersNetwork(b *testing.B) {
 			via(c)
 		}).Store)
 	}
-	sweepBatches(b, fill, stores)
-}
-
-// sweepBatches runs harness.SweepThroughput on 20000 records in batches of
-// 500 and of 1000.
-func sweepBatches(b *testing.B, fill idemrt.Store, stores []idemrt.Store) {
-	for _, batch := range []int{500, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			harness.SweepThroughput(b, fill, stores, 20000, batch)
-		})
-	}
+	harness.SweepBatches(b, fill, stores)
 }
 
 // plainInsert is the bare handler's statement in BenchmarkHTTP, and the
