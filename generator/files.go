@@ -152,30 +152,17 @@ func (fs *specFiles) give(s *source) []byte {
 	fs.last = s
 	if !s.checked {
 		s.checked = true
-		if first := firstByte(s.text); first == '{' || first == '[' {
-			if reps, ok := jsonRepeats(s.text); ok && len(reps) > 0 {
-				fs.repeats = append(fs.repeats, repeatDiags(s, reps, "JSON", "object")...)
-				fs.setLoadText(s, dropRepeats(s.text, reps))
-			}
+		// jsonRepeats gives up at the first byte that is not JSON, at
+		// once for a YAML document's first key.
+		if reps, ok := jsonRepeats(s.text); ok && len(reps) > 0 {
+			fs.repeats = append(fs.repeats, repeatDiags(s, reps, "JSON", "object")...)
+			fs.setLoadText(s, dropRepeats(s.text, reps))
 		}
 	}
 	if t, ok := fs.loadText[s]; ok {
 		return t
 	}
 	return s.text
-}
-
-// firstByte is the first byte of text past a UTF-8 byte-order mark and
-// JSON's white space, or 0.
-func firstByte(text []byte) byte {
-	for _, c := range bytes.TrimPrefix(text, utf8BOM) {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		default:
-			return c
-		}
-	}
-	return 0
 }
 
 func (fs *specFiles) setLoadText(s *source, text []byte) {
