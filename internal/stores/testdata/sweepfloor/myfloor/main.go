@@ -88,25 +88,29 @@ func main() {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		log.Fatal(err)
 	}
-	defer admin.ExecContext(context.Background(), "DROP DATABASE "+name) //nolint:errcheck
+	// log.Fatal and os.Exit skip deferred calls: every exit below drops it.
+	fail := func(err error) {
+		admin.ExecContext(context.Background(), "DROP DATABASE "+name) //nolint:errcheck
+		log.Fatal(err)
+	}
 	cfg.DBName = name
 	cfg.MultiStatements = true
 	setup, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		log.Fatal(err)
+		fail(err)
 	}
 	ddl, err := os.ReadFile(filepath.Clean(*schema))
 	if err != nil {
-		log.Fatal(err)
+		fail(err)
 	}
 	if _, err := setup.ExecContext(ctx, string(ddl)); err != nil {
-		log.Fatalf("schema: %v", err)
+		fail(fmt.Errorf("schema: %w", err))
 	}
 	setup.Close()
 	cfg.MultiStatements = false
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		log.Fatal(err)
+		fail(err)
 	}
 	db.SetMaxOpenConns(*clients + 2)
 	db.SetMaxIdleConns(*clients + 2)
