@@ -27,7 +27,11 @@ type foldedName struct {
 	arena  bool
 }
 
-// foldHash hashes the folded form of the name k.
+// foldHash hashes the folded form of the name k, with every byte's 0x20
+// bit set: for ASCII that is the fold (both cases of a letter hash alike)
+// and a few more (@ and `, [ and {...): names that hash alike but fold
+// apart are told apart by sameFold. A non-ASCII name is folded first, so
+// that it hashes like the ASCII names it folds to.
 func (c *canonicalizer) foldHash(k []byte) uint64 {
 	if h, ok := hashFoldedWords(k, true); ok {
 		return h
@@ -38,48 +42,40 @@ func (c *canonicalizer) foldHash(k []byte) uint64 {
 }
 
 const (
-	foldMul1 = 0x9e3779b97f4a7c15
-	foldMul2 = 0xbf58476d1ce4e5b9
-	ones8    = 0x0101010101010101
-	highs8   = 0x8080808080808080
+	foldMul = 0x9e3779b97f4a7c15
+	lower8  = 0x2020202020202020
+	highs8  = 0x8080808080808080
 )
 
-// hashFoldedWords hashes b eight bytes at a time; with upper, b must be
-// ASCII (ok is false otherwise) and is upper-cased as it is read, which
-// for ASCII is the fold, so an ASCII name and its folded form hash alike.
-func hashFoldedWords(b []byte, upper bool) (uint64, bool) {
-	h := uint64(len(b)) * foldMul1
+// hashFoldedWords hashes b eight bytes at a time, each byte's 0x20 bit
+// set; with ascii, ok is false when b is not ASCII.
+func hashFoldedWords(b []byte, ascii bool) (uint64, bool) {
+	h := uint64(len(b)) * foldMul
 	for len(b) >= 8 {
 		w := binary.LittleEndian.Uint64(b)
-		if upper {
-			if w&highs8 != 0 {
-				return 0, false
-			}
-			w = upperASCII(w)
-		}
-		h = (h ^ w) * foldMul2
-		h ^= h >> 31
-		b = b[8:]
-	}
-	var w uint64
-	for i := len(b) - 1; i >= 0; i-- {
-		w = w<<8 | uint64(b[i])
-	}
-	if upper {
-		if w&highs8 != 0 {
+		if ascii && w&highs8 != 0 {
 			return 0, false
 		}
-		w = upperASCII(w)
+		h = (h ^ (w | lower8)) * foldMul
+		b = b[8:]
 	}
-	h = (h ^ w) * foldMul2
-	return h ^ h>>32, true
-}
-
-// upperASCII upper-cases the ASCII letters of eight ASCII bytes.
-func upperASCII(w uint64) uint64 {
-	ge := w + ones8*(0x80-'a')    // high bit: byte >= 'a'
-	gt := w + ones8*(0x80-'z'-1)  // high bit: byte > 'z'
-	return w - (ge&^gt&highs8)>>2 // 0x80 >> 2 = 'a' - 'A'
+	if n := len(b); n > 0 {
+		var w uint64
+		if cap(b) >= 8 {
+			// The bytes after the name are in the same buffer: read a word
+			// and keep the name's bytes.
+			w = binary.LittleEndian.Uint64(b[:8]) & (1<<(8*uint(n)) - 1)
+		} else {
+			for i := n - 1; i >= 0; i-- {
+				w = w<<8 | uint64(b[i])
+			}
+		}
+		if ascii && w&highs8 != 0 {
+			return 0, false
+		}
+		h = (h ^ (w | lower8&(1<<(8*uint(n))-1))) * foldMul
+	}
+	return h ^ h>>29, true
 }
 
 // appendFoldedName is encoding/json's (fold.go).
@@ -112,30 +108,47 @@ func foldRune(r rune) rune {
 	}
 }
 
-// checkFolds checks the names of the object whose entries start at
-// c.folds[base]: errNotJSON for two equal names, errFoldedDuplicate for two
-// names equal once folded.
-func (c *canonicalizer) checkFolds(base int) error {
-	fs := c.folds[base:]
-	if len(fs) < 2 {
-		return nil
-	}
-	if len(fs) <= 16 {
-		for i := 1; i < len(fs); i++ {
-			for j := 0; j < i; j++ {
-				if fs[i].h == fs[j].h {
-					if err := c.sameFold(&fs[i], &fs[j]); err != nil {
+// foldLinear is how many names of an object addFold checks as they come;
+// the names of a larger object are checked once at its end, sorted by hash
+// (checkFoldsSorted), so that the work stays O(n log n).
+const foldLinear = 32
+
+// addFold records the name of a member of the object whose entries start
+// at c.folds[base] and checks it against the earlier ones whose hash may be
+// equal (bloom, the object's 64-bit filter of hashes, says which may):
+// errNotJSON for two equal names, errFoldedDuplicate for two names equal
+// once folded.
+func (c *canonicalizer) addFold(base int, bloom *uint64, key []byte, ks, ke int, arena bool) error {
+	f := foldedName{h: c.foldHash(key), ks: int32(ks), ke: int32(ke), arena: arena}
+	if len(c.folds)-base < foldLinear {
+		bit := uint64(1) << (f.h >> 58)
+		if *bloom&bit != 0 {
+			for i := base; i < len(c.folds); i++ {
+				if c.folds[i].h == f.h {
+					if err := c.sameFold(&c.folds[i], &f); err != nil {
 						return err
 					}
 				}
 			}
 		}
+		*bloom |= bit
+	}
+	c.folds = append(c.folds, f)
+	return nil
+}
+
+// endFolds finishes the fold check of the object whose entries start at
+// c.folds[base] and drops its entries.
+func (c *canonicalizer) endFolds(base int) error {
+	fs := c.folds[base:]
+	c.folds = c.folds[:base]
+	if len(fs) <= foldLinear {
 		return nil
 	}
 	slices.SortFunc(fs, func(a, b foldedName) int { return cmp.Compare(a.h, b.h) })
 	for i := 1; i < len(fs); i++ {
 		if fs[i].h == fs[i-1].h {
-			if err := c.sameFold(&fs[i], &fs[i-1]); err != nil {
+			if err := c.sameFold(&fs[i-1], &fs[i]); err != nil {
 				return err
 			}
 		}

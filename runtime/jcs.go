@@ -1027,6 +1027,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	base := len(c.mem)
 	keysBase := len(c.keys)
 	foldBase := len(c.folds)
+	var bloom uint64 // addFold's filter of this object's name hashes
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == '}' {
 		c.verbatim(pos, pos+1)
@@ -1106,7 +1107,9 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		if c.fold {
 			// Every member, left out or not: which of two folded-equal
 			// names a struct field gets depends on their order.
-			c.folds = append(c.folds, foldedName{h: c.foldHash(key), ks: int32(ks), ke: int32(ke), arena: esc})
+			if err := c.addFold(foldBase, &bloom, key, ks, ke, esc); err != nil {
+				return pos, err
+			}
 		}
 		var child uint64
 		skip := false
@@ -1195,10 +1198,9 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		break
 	}
 	if c.fold {
-		if err := c.checkFolds(foldBase); err != nil {
+		if err := c.endFolds(foldBase); err != nil {
 			return pos, err
 		}
-		c.folds = c.folds[:foldBase]
 	}
 	if !sorted {
 		ms := c.mem[base:]

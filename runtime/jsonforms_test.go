@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"net/http"
 	"testing"
 
@@ -56,6 +58,9 @@ func TestFoldedNamesAreDuplicates(t *testing.T) {
 		{`{"id":1,"ID":2}`, `{"ID":2,"id":1}`, "id"},
 		{`{"x":{"amount":1,"Amount":2}}`, `{"x":{"Amount":2,"amount":1}}`, ""},
 		{`[{"id":1,"ID":2}]`, `[{"ID":2,"id":1}]`, ""},
+		// More than 32 members: checked at the object's end.
+		{manyMembers(40, `"amount":1,"AMOUNT":2`), manyMembers(40, `"AMOUNT":2,"amount":1`), "amount"},
+		{manyMembers(40, `"id":1,"\u0130d":0,"ID":2`), manyMembers(40, `"ID":2,"\u0130d":0,"id":1`), "id"},
 		// More than 16 members.
 		{`{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0,"i":0,"j":0,"k":0,"l":0,"m":0,"n":0,"o":0,"p":0,"q":0,"amount":1,"AMOUNT":2}`,
 			`{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0,"i":0,"j":0,"k":0,"l":0,"m":0,"n":0,"o":0,"p":0,"q":0,"AMOUNT":2,"amount":1}`, "amount"},
@@ -83,6 +88,12 @@ func TestFoldedNamesAreDuplicates(t *testing.T) {
 		{`{"ka":1,"kb":2,"K":3}`, `{"K":3,"kb":2,"ka":1}`},
 		{`{"ß":1,"ss":2,"s":3}`, `{"s":3,"ss":2,"ß":1}`},
 		{`{"amount":1,"amount_":2,"a-mount":3}`, `{"a-mount":3,"amount_":2,"amount":1}`},
+		// Names whose hashes collide (the check sets every byte's 0x20
+		// bit) but that fold apart.
+		{"{\"@\":1,\"`\":2,\"[a\":3,\"{A\":4}", "{\"{A\":4,\"[a\":3,\"`\":2,\"@\":1}"},
+		{manyMembers(40, "\"@\":1,\"`\":2"), manyMembers(40, "\"`\":2,\"@\":1")},
+		// The dotted capital I folds to itself, not to i.
+		{`{"id":1,"\u0130d":2}`, `{"\u0130d":2,"id":1}`},
 	} {
 		if fpV3(t, tc[0]) != fpV3(t, tc[1]) {
 			t.Errorf("%s and %s (names that fold apart) fingerprint differently", tc[0], tc[1])
@@ -210,4 +221,16 @@ func TestContentEncodingCounts(t *testing.T) {
 		p.Key, p.KeyName, p.KeyFields, p.Scope = idemrt.KeyFromFields, "", []string{"amount"}, "orders"
 	}), h)
 	wantProblem(t, do(srv, req{body: string(body), header: http.Header{"Content-Encoding": {"identity"}}}), 400, idemrt.ProblemKeyMissing)
+}
+
+// manyMembers is an object of n members m0...m(n-1) followed by extra.
+func manyMembers(n int, extra string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range n {
+		fmt.Fprintf(&b, `"m%d":%d,`, i, i)
+	}
+	b.WriteString(extra)
+	b.WriteByte('}')
+	return b.String()
 }
