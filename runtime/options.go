@@ -34,7 +34,12 @@ type Options struct {
 	Hooks Hooks
 	// Logger receives debug logs (replays, conflicts) and info/warn logs
 	// (takeovers, fenced completions, store errors). Nil logs nothing.
+	// Each line names the key by its digest (key_hash, see KeyDigest),
+	// not the key: a key from fields is a business value.
 	Logger *slog.Logger
+	// LogRawKeys makes the logs carry the key itself (key) instead of
+	// its digest (key_hash). Hooks always get the raw key (Event.Key).
+	LogRawKeys bool
 	// BasePaths, when non-nil, replaces the BasePaths of every policy: the
 	// operations are matched under these base paths instead of the spec's
 	// servers. The root is "/" (or ""); []string{"/"} matches the routes
@@ -55,6 +60,19 @@ type Options struct {
 	// handler beside another attempt that took the key over. Calls to a
 	// MemoryStore are never bounded: they wait on no I/O.
 	StoreTimeout time.Duration
+	// Encryption, when set, seals every saved response (its headers and
+	// body; the status stays in clear) with the ring's first key before it
+	// reaches the store, and opens it on replay with whichever key of the
+	// ring sealed it. A record that does not open (its key left the ring,
+	// or it was altered or copied from another record) answers 503 and is
+	// never replayed. Nil saves responses in clear, and a sealed record
+	// then answers 503 too. See docs/stores.md, "Encryption at rest".
+	Encryption *KeyRing
+	// ReplayPlaintext lets a middleware with Encryption replay records
+	// saved in clear, for the one TTL after encryption is turned on. Off,
+	// such a record answers 503: whoever can write to the store could
+	// otherwise plant a response in clear.
+	ReplayPlaintext bool
 }
 
 // DefaultStoreTimeout is the bound of one store call when
@@ -278,10 +296,11 @@ func newEngine(opts Options) (*engine, error) {
 	if err := checkBasePaths("Options.BasePaths", opts.BasePaths); err != nil {
 		return nil, err
 	}
-	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, storeTimeout: opts.StoreTimeout}
+	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, logRawKeys: opts.LogRawKeys, storeTimeout: opts.StoreTimeout}
 	e.txStore, _ = opts.Store.(TxStore)
 	e.claimTx, _ = opts.Store.(ClaimTxStore)
 	_, e.inProcess = opts.Store.(*MemoryStore)
+	e.ring, e.replayPlaintext = opts.Encryption, opts.ReplayPlaintext
 	return e, nil
 }
 

@@ -12,6 +12,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/crashpoint"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // config is what the command line and the environment set.
@@ -25,6 +28,8 @@ type config struct {
 	idemRedisWithoutTx bool
 	chargeDelay        time.Duration
 	sweepEvery         time.Duration
+	// -crash-at: a test hook, the point where the process kills itself.
+	crashAt *crashpoint.Point
 
 	// The database pool.
 	maxConns        int
@@ -45,6 +50,10 @@ type config struct {
 
 	// -otel: idempotency metrics and span events.
 	otel bool
+
+	// -idem-encryption-keys: the key ring that seals saved responses, read
+	// at start-up (nil: saved in clear).
+	idemKeys *idemrt.KeyRing
 }
 
 // demoWebhookSecret signs the webhook when $PAYMENTS_WEBHOOK_SECRET is unset.
@@ -60,6 +69,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.idemDSN, "idem-dsn", "", "keep the idempotency records in Redis (redis://host:6379) or Redis Cluster (redis-cluster://host:port,host:port) instead of the SQL database; see redisidem.go for what changes")
 	fs.BoolVar(&c.idemRedisWithoutTx, "idem-redis-without-transactions", false, "with -idem-dsn: accept that the spec's transactional operations run without their shared transaction (a crash between a handler's commit and its saved response runs it again); without it, -idem-dsn refuses to start")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
+	crashAt := fs.String("crash-at", "", "for tests: SIGKILL the process itself once at this point: "+crashAfterCommit+"[:N], the N-th (default 1st) charge or refund committed, before its response is written")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
 	fs.IntVar(&c.maxConns, "max-conns", 20, "most database connections open at once; requests beyond wait for one")
 	fs.IntVar(&c.maxIdleConns, "max-idle-conns", 20, "most idle connections kept open (SQLite, MySQL)")
@@ -69,6 +79,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 30*time.Second, "time allowed from the end of the request headers to the end of the response")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.webhookTolerance, "webhook-tolerance", 5*time.Minute, "how far a webhook signature's timestamp may be from now")
+	var keysFile string
+	fs.StringVar(&keysFile, "idem-encryption-keys", "", "file of the keys that encrypt saved responses at rest: one KEYID:BASE64 line per 32-byte key, the first encrypts, all decrypt (rotate by putting a new key first)")
 	fs.BoolVar(&c.otel, "otel", false, "report idempotency metrics and span events to the global OpenTelemetry providers (see otel.go)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n"+
@@ -93,6 +105,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.crashAt, err = crashpoint.Parse(*crashAt, crashAfterCommit); err != nil {
+		return c, fmt.Errorf("-crash-at: %v", err)
+	}
+	if keysFile != "" {
+		if c.idemKeys, err = idemrt.LoadKeyRing(keysFile); err != nil {
+			return c, fmt.Errorf("-idem-encryption-keys: %w", err)
+		}
 	}
 	switch {
 	case c.idemRedisWithoutTx && c.idemDSN == "":
