@@ -3,8 +3,8 @@ package runtime_test
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"net/http"
+	"strings"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
