@@ -234,7 +234,9 @@ const crashAfterCommit = "after-commit"
 func logHooks(log *slog.Logger, crash *crashpoint.Point) idemrt.Hooks {
 	ev := func(msg string, level slog.Level) func(context.Context, idemrt.Event) {
 		return func(ctx context.Context, e idemrt.Event) {
-			attrs := []any{"op", e.OperationID, "key", e.Key}
+			// The key's digest, not the key: a refund's key is derived
+			// from its fields (the charge and the amount).
+			attrs := []any{"op", e.OperationID, "key_hash", idemrt.KeyDigest(e.Key)}
 			if e.Epoch != 0 {
 				attrs = append(attrs, "epoch", e.Epoch)
 			}
