@@ -198,7 +198,7 @@ func Report(ctx context.Context, log *slog.Logger, h Hooks, r Result, ev Event) 
 		log.ErrorContext(ctx, "message handling failed on its last allowed delivery; dead-lettered", append(attrs, "err", r.Err)...)
 		call(ctx, h.DeadLettered, ev)
 	case Refuse:
-		log.ErrorContext(ctx, "message refused: no usable message id, so it cannot be deduplicated; dead-lettered without processing", append(attrs, "err", r.Err)...)
+		log.ErrorContext(ctx, "message refused: no usable message id, so it cannot be deduplicated; not processed", append(attrs, "err", r.Err)...)
 		call(ctx, h.Refused, ev)
 	}
 }
