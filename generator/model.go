@@ -1,6 +1,10 @@
 package generator
 
-import "time"
+import (
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
 
 // The typed model: what the emitters read. It is built once from the spec
 // and its annotations and never refers back to kin-openapi types, so the
@@ -121,3 +125,35 @@ type Operation struct {
 // Routed reports whether the operation is served at a route of its own,
 // so that Middleware can match it.
 func (o *Operation) Routed() bool { return o.Kind == InPaths }
+
+// Policy is the idemrt.Policy the emitter writes for o: what the runtime
+// validates and runs.
+func (o *Operation) Policy() *idemrt.Policy {
+	p := &idemrt.Policy{
+		OperationID:        o.ID,
+		Method:             o.Method,
+		Route:              "/",
+		BasePaths:          o.BasePaths,
+		Scope:              o.Scope,
+		Key:                idemrt.KeySource(o.Key),
+		KeyName:            o.KeyName,
+		KeyFields:          o.KeyFields,
+		Optional:           o.Optional,
+		Principal:          idemrt.PrincipalMode(o.Principal),
+		Challenges:         o.Challenges,
+		FingerprintInclude: o.FingerprintIn,
+		FingerprintExclude: o.FingerprintEx,
+		TTL:                o.TTL,
+		Lease:              o.Lease,
+		Wait:               o.Wait,
+		ReplayHeaders:      o.ReplayHeaders,
+		Save:               idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
+		MaxResponseBytes:   o.MaxResponse,
+		MaxRequestBytes:    o.MaxRequest,
+		Transactional:      o.Transactional,
+	}
+	if o.Routed() {
+		p.Route = o.Path
+	}
+	return p
+}
