@@ -146,3 +146,78 @@ func TestPublishLeavesUnannotated(t *testing.T) {
 		t.Errorf("changed:\n%s", pub.Data)
 	}
 }
+
+// TestPublishRequiresOptionalKey: a key parameter the spec declares
+// optional while the annotation requires it is published as required,
+// once for a shared component, with a note at each operation; one the
+// annotation makes optional is left as is.
+func TestPublishRequiresOptionalKey(t *testing.T) {
+	const spec = `openapi: 3.0.3
+info: {title: keys, version: "1"}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      x-idempotent: true
+      parameters:
+        - $ref: '#/components/parameters/Key'
+      responses:
+        "201": {description: created}
+  /refunds:
+    post:
+      operationId: createRefund
+      x-idempotent: true
+      parameters:
+        - $ref: '#/components/parameters/Key'
+      responses:
+        "201": {description: created}
+  /orders:
+    post:
+      operationId: createOrder
+      x-idempotent: {key: {header: X-Order-Key}}
+      parameters:
+        - {name: X-Order-Key, in: header, schema: {type: string}}
+      responses:
+        "201": {description: created}
+  /carts:
+    post:
+      operationId: createCart
+      x-idempotent: {required: false}
+      parameters:
+        - {name: Idempotency-Key, in: header, required: false, schema: {type: string}}
+      responses:
+        "201": {description: created}
+components:
+  parameters:
+    Key: {name: Idempotency-Key, in: header, required: false, schema: {type: string}}
+`
+	pub, err := Publish(context.Background(), Config{Spec: "keys.yaml", SpecData: []byte(spec)}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(pub.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Components.Parameters["Key"].Value.Required {
+		t.Errorf("the shared key parameter was not published as required")
+	}
+	if p := doc.Paths.Value("/orders").Post.Parameters.GetByInAndName("header", "X-Order-Key"); p == nil || !p.Required {
+		t.Errorf("the inline key parameter was not published as required: %+v", p)
+	}
+	if p := doc.Paths.Value("/carts").Post.Parameters.GetByInAndName("header", "Idempotency-Key"); p == nil || p.Required {
+		t.Errorf("the optional key of required: false was changed: %+v", p)
+	}
+	n := 0
+	for _, d := range pub.Notes {
+		if strings.Contains(d.Msg, "published as required") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d notes of a parameter published as required, want 2 (the component once, the inline one):\n%v", n, pub.Notes)
+	}
+	if len(pub.Warnings) != 2 {
+		t.Errorf("warnings %v, want 2 (one per declaration)", pub.Warnings)
+	}
+}
