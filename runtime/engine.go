@@ -19,6 +19,8 @@ type engine struct {
 	principal func(*http.Request) (string, error)
 	hooks     Hooks
 	log       *slog.Logger
+	// logRawKeys is Options.LogRawKeys: logs carry key instead of key_hash.
+	logRawKeys bool
 	// storeTimeout is Options.StoreTimeout (see bound).
 	storeTimeout time.Duration
 	// inProcess is set for the MemoryStore, whose calls take a mutex and
@@ -189,7 +191,11 @@ func (e *engine) logAt(ctx context.Context, level slog.Level, msg string, op *op
 	if e.log == nil || !e.log.Enabled(ctx, level) {
 		return
 	}
-	attrs = append(attrs, slog.String("operation", op.name), slog.String("scope", op.scope), slog.String("key", key))
+	k := slog.String("key_hash", KeyDigest(key))
+	if e.logRawKeys {
+		k = slog.String("key", key)
+	}
+	attrs = append(attrs, slog.String("operation", op.name), slog.String("scope", op.scope), k)
 	e.log.LogAttrs(ctx, level, msg, attrs...)
 }
 

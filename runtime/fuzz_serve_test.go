@@ -105,7 +105,7 @@ func TestLoggerAndHooksOnTakeover(t *testing.T) {
 	}
 	// The takeover's epoch is the fresh record's plus one.
 	takeoverEpoch := fmt.Sprintf("epoch=%d", res.Epoch+1)
-	for _, want := range []string{"took over a record whose lease ended", "replayed", "operation=createOrder", "key=k", takeoverEpoch} {
+	for _, want := range []string{"took over a record whose lease ended", "replayed", "operation=createOrder", "key_hash=" + idemrt.KeyDigest("k"), takeoverEpoch} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, buf.String())
 		}

@@ -93,6 +93,18 @@ func HashPrincipal(principal string) [32]byte {
 	return sha256.Sum256([]byte("idemgen-principal\x00" + principal))
 }
 
+// KeyDigest is what logs and traces show instead of an idempotency key:
+// 128 bits of the key's SHA-256 (domain-separated), in hex. A key from
+// fields is a business value (an order id, an amount), and a client's key
+// may be one too; the digest still ties together every attempt with one
+// key, across processes. It is not a secret: a guessable value (a small
+// amount, a sequential id) can be found by hashing candidates, so keep
+// traces as private as the data they describe.
+func KeyDigest(key string) string {
+	sum := sha256.Sum256([]byte("idemgen-key\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
 // queryValue finds the query parameter name in a raw query. It reports how
 // many times the parameter occurs (0, 1, or more).
 func queryValue(rawQuery, name string) (string, int) {

@@ -18,6 +18,7 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	records map[RecordKey]*memRecord
+	msg     memMessages // processed ids and the outbox (memory_message.go)
 }
 
 type memRecord struct {
@@ -36,7 +37,7 @@ type memRecord struct {
 
 // NewMemoryStore returns an empty MemoryStore on the real clock.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{now: time.Now, records: make(map[RecordKey]*memRecord)}
+	return &MemoryStore{now: time.Now, records: make(map[RecordKey]*memRecord), msg: newMemMessages()}
 }
 
 // SetClock replaces the store's clock (tests use it to move time without
@@ -162,7 +163,9 @@ func (r *memRecord) owned(epoch int64) bool {
 	return !r.completed && !r.released && r.epoch == epoch
 }
 
-// Sweep implements Store.
+// Sweep implements Store. It deletes expired records and then, with what
+// is left of limit, processed message ids older than the retention (see
+// SetProcessedRetention), as the SQL stores do.
 func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -180,7 +183,7 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	return n + s.sweepProcessedLocked(now, limit-n), nil
 }
 
 // BeginTx implements TxStore. The transaction has no handle (Handle returns
@@ -196,6 +199,10 @@ type memTx struct {
 	s       *MemoryStore
 	pending *Completion
 	done    bool
+	// marks are the message ids this transaction holds (MarkProcessed),
+	// events the outbox events it added; both apply at Commit.
+	marks  []msgKey
+	events []OutboxEvent
 }
 
 func (t *memTx) Handle() any { return nil }
@@ -225,12 +232,17 @@ func (t *memTx) Commit(ctx context.Context) error {
 		return errTxDone
 	}
 	t.done = true
-	if t.pending == nil {
-		return nil
-	}
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
-	return t.s.completeLocked(*t.pending)
+	if t.pending != nil {
+		if err := t.s.completeLocked(*t.pending); err != nil {
+			t.s.endMarksLocked(t, false)
+			return err
+		}
+	}
+	t.s.endMarksLocked(t, true)
+	t.s.addEventsLocked(t.events)
+	return nil
 }
 
 func (t *memTx) Rollback(ctx context.Context) error {
@@ -239,6 +251,9 @@ func (t *memTx) Rollback(ctx context.Context) error {
 	}
 	t.done = true
 	t.pending = nil
+	t.s.mu.Lock()
+	t.s.endMarksLocked(t, false)
+	t.s.mu.Unlock()
 	return nil
 }
 

@@ -34,7 +34,12 @@ type Options struct {
 	Hooks Hooks
 	// Logger receives debug logs (replays, conflicts) and info/warn logs
 	// (takeovers, fenced completions, store errors). Nil logs nothing.
+	// Each line names the key by its digest (key_hash, see KeyDigest),
+	// not the key: a key from fields is a business value.
 	Logger *slog.Logger
+	// LogRawKeys makes the logs carry the key itself (key) instead of
+	// its digest (key_hash). Hooks always get the raw key (Event.Key).
+	LogRawKeys bool
 	// BasePaths, when non-nil, replaces the BasePaths of every policy: the
 	// operations are matched under these base paths instead of the spec's
 	// servers. The root is "/" (or ""); []string{"/"} matches the routes
@@ -278,7 +283,7 @@ func newEngine(opts Options) (*engine, error) {
 	if err := checkBasePaths("Options.BasePaths", opts.BasePaths); err != nil {
 		return nil, err
 	}
-	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, storeTimeout: opts.StoreTimeout}
+	e := &engine{store: opts.Store, principal: opts.Principal, hooks: opts.Hooks, log: opts.Logger, logRawKeys: opts.LogRawKeys, storeTimeout: opts.StoreTimeout}
 	e.txStore, _ = opts.Store.(TxStore)
 	e.claimTx, _ = opts.Store.(ClaimTxStore)
 	_, e.inProcess = opts.Store.(*MemoryStore)

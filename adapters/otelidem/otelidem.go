@@ -8,8 +8,9 @@
 // Hooks counts every event of the runtime in idempotency.events (attributes
 // idempotency.outcome and idempotency.operation) and marks the request's
 // span (trace.SpanFromContext): one span event per outcome, the attributes
-// idempotency.outcome, idempotency.key (the client's key: on spans only,
-// never on metrics, whose attributes stay few) and, on replays,
+// idempotency.outcome, idempotency.key_hash (the key's digest,
+// idemrt.KeyDigest: on spans only, never on metrics, whose attributes stay
+// few; WithRawKeys puts the key itself in idempotency.key instead) and, on replays,
 // idempotency.replayed=true. Store times every store call in the histogram
 // idempotency.store.duration (seconds; attributes idempotency.store.call
 // and, on failure, error.type).
@@ -58,6 +59,7 @@ const (
 	keyOutcome   = attribute.Key("idempotency.outcome")
 	keyOperation = attribute.Key("idempotency.operation")
 	keyKey       = attribute.Key("idempotency.key")
+	keyKeyHash   = attribute.Key("idempotency.key_hash")
 	keyEpoch     = attribute.Key("idempotency.epoch")
 	keyStatus    = attribute.Key("http.response.status_code")
 	keyReplayed  = attribute.Key("idempotency.replayed")
@@ -69,11 +71,21 @@ const (
 type Metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram
+	rawKeys  bool
 }
+
+// Option configures New.
+type Option func(*Metrics)
+
+// WithRawKeys marks spans with the idempotency key itself
+// (idempotency.key) instead of its digest (idempotency.key_hash). A key
+// derived from fields is a business value (an order id, an amount), and a
+// client's key may be one too: use it only where traces may show them.
+func WithRawKeys() Option { return func(m *Metrics) { m.rawKeys = true } }
 
 // New creates the instruments on mp (nil: a no-op provider, so that only
 // the spans are marked).
-func New(mp metric.MeterProvider) (*Metrics, error) {
+func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -91,7 +103,19 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Metrics{events: events, duration: duration}, nil
+	m := &Metrics{events: events, duration: duration}
+	for _, o := range opts {
+		o(m)
+	}
+	return m, nil
+}
+
+// keyAttr is the span attribute that names ev's key.
+func (m *Metrics) keyAttr(key string) attribute.KeyValue {
+	if m.rawKeys {
+		return keyKey.String(key)
+	}
+	return keyKeyHash.String(idemrt.KeyDigest(key))
 }
 
 // Hooks returns runtime hooks that count each event and mark the request's
@@ -120,7 +144,8 @@ func (m *Metrics) hook(outcome string) func(context.Context, idemrt.Event) {
 		if !span.IsRecording() {
 			return
 		}
-		attrs := []attribute.KeyValue{keyOperation.String(ev.OperationID), keyKey.String(ev.Key)}
+		key := m.keyAttr(ev.Key)
+		attrs := []attribute.KeyValue{keyOperation.String(ev.OperationID), key}
 		if ev.Epoch != 0 {
 			attrs = append(attrs, keyEpoch.Int64(ev.Epoch))
 		}
@@ -136,7 +161,7 @@ func (m *Metrics) hook(outcome string) func(context.Context, idemrt.Event) {
 			// The claim's outcome stays on the span; the settlement is an event.
 			return
 		}
-		span.SetAttributes(outcomeAttr, keyKey.String(ev.Key), keyOperation.String(ev.OperationID))
+		span.SetAttributes(outcomeAttr, key, keyOperation.String(ev.OperationID))
 		if outcome == OutcomeReplayed {
 			span.SetAttributes(keyReplayed.Bool(true))
 		}

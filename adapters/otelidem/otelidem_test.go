@@ -169,13 +169,17 @@ func TestMetricsAndSpans(t *testing.T) {
 	for _, s := range f.spans.Ended() {
 		attrs := attribute.NewSet(s.Attributes()...)
 		out, _ := attrs.Value("idempotency.outcome")
-		key, _ := attrs.Value("idempotency.key")
+		hash, _ := attrs.Value("idempotency.key_hash")
+		key := map[string]string{idemrt.KeyDigest("a"): "a", idemrt.KeyDigest("b"): "b"}[hash.AsString()]
+		if _, raw := attrs.Value("idempotency.key"); raw {
+			t.Errorf("span %s carries the raw key", s.Name())
+		}
 		var names []string
 		for _, e := range s.Events() {
 			names = append(names, e.Name)
 		}
 		replayed, _ := attrs.Value("idempotency.replayed")
-		outcomes = append(outcomes, fmt.Sprintf("%s:%s[%s]replayed=%v", key.AsString(), out.AsString(), strings.Join(names, " "), replayed.AsBool()))
+		outcomes = append(outcomes, fmt.Sprintf("%s:%s[%s]replayed=%v", key, out.AsString(), strings.Join(names, " "), replayed.AsBool()))
 	}
 	slices.Sort(outcomes)
 	want := []string{

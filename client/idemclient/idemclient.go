@@ -37,13 +37,16 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -84,7 +87,12 @@ type Result struct {
 	// or the one the server derives from the body's fields ("" for a
 	// request without one).
 	Key string
-	// Attempts is the number of requests sent.
+	// Attempts is the number of requests sent: every attempt written to a
+	// connection, net/http's own retries included (http.Transport resends
+	// a request that carries an Idempotency-Key header by itself when a
+	// kept-alive connection fails under it), and at least one per attempt
+	// of this transport (a Base that reports no httptrace events counts
+	// one per call).
 	Attempts int
 	// Replayed reports that the final response is a replay of a saved
 	// one (Idempotent-Replayed: true): the operation ran before.
@@ -219,8 +227,7 @@ func (t *Transport) retry(send *http.Request, body []byte, res *Result) (*http.R
 			attempt.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 			attempt.ContentLength = int64(len(body))
 		}
-		res.Attempts = n
-		resp, err := t.opts.Base.RoundTrip(attempt)
+		resp, err := t.send(attempt, res)
 		if err == nil && !retryable(resp) {
 			res.Replayed = resp.Header.Get("Idempotent-Replayed") == "true"
 			return resp, nil
@@ -250,6 +257,18 @@ func (t *Transport) retry(send *http.Request, body []byte, res *Result) (*http.R
 		case <-timer.C:
 		}
 	}
+}
+
+// send sends one attempt, counting in res.Attempts every time it was
+// written to a connection (through httptrace, which composes with the
+// caller's own trace in the context).
+func (t *Transport) send(attempt *http.Request, res *Result) (*http.Response, error) {
+	var wrote atomic.Int64
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) }}
+	attempt = attempt.WithContext(httptrace.WithClientTrace(attempt.Context(), trace))
+	resp, err := t.opts.Base.RoundTrip(attempt)
+	res.Attempts += int(max(wrote.Load(), 1))
+	return resp, err
 }
 
 // retryable reports whether a response is worth another attempt with the
@@ -284,12 +303,21 @@ func (t *Transport) backoff(n int, resp *http.Response) time.Duration {
 	return wait
 }
 
-// retryAfter parses Retry-After: delay-seconds or an HTTP date.
+// maxRetryAfter bounds the wait a Retry-After asks for: far past any
+// budget, and far from overflowing when added to the time spent.
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
+
+// retryAfter parses Retry-After: delay-seconds or an HTTP date. A delay
+// too large for a time.Duration is maxRetryAfter, not a wrapped-around
+// negative wait.
 func retryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+	if s, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || s > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
 		return time.Duration(s) * time.Second
 	}
 	if at, err := http.ParseTime(v); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/internal/idemmysql"
 	"github.com/idemgen/idemgen/examples/payments/internal/idempg"
 	"github.com/idemgen/idemgen/examples/payments/internal/idemsqlite"
+	"github.com/idemgen/idemgen/internal/crashpoint"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -201,7 +202,7 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 		Store:     be.store,
 		Principal: bearer,
 		Logger:    log,
-		Hooks:     logHooks(log),
+		Hooks:     logHooks(log, cfg.crashAt),
 	}
 	if cfg.otel {
 		var err error
@@ -220,13 +221,22 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 	return logRequests(log, requireBearer(secured)), nil
 }
 
+// crashAfterCommit is the -crash-at point of a test: a charge or refund
+// (and its outbox event) committed, its response not yet written. A
+// transactional operation's Completed hook runs exactly there.
+const crashAfterCommit = "after-commit"
+
 // logHooks logs, at info and warn, the idempotency events that the runtime's
 // own logger reports only at debug: replays, conflicts and mismatches. (It
 // logs takeovers, fenced completions and store errors itself, at info/warn.)
-func logHooks(log *slog.Logger) idemrt.Hooks {
+// With crash armed (-crash-at), it also kills the process after a charge's
+// or refund's commit.
+func logHooks(log *slog.Logger, crash *crashpoint.Point) idemrt.Hooks {
 	ev := func(msg string, level slog.Level) func(context.Context, idemrt.Event) {
 		return func(ctx context.Context, e idemrt.Event) {
-			attrs := []any{"op", e.OperationID, "key", e.Key}
+			// The key's digest, not the key: a refund's key is derived
+			// from its fields (the charge and the amount).
+			attrs := []any{"op", e.OperationID, "key_hash", idemrt.KeyDigest(e.Key)}
 			if e.Epoch != 0 {
 				attrs = append(attrs, "epoch", e.Epoch)
 			}
@@ -244,5 +254,10 @@ func logHooks(log *slog.Logger) idemrt.Hooks {
 		Conflict:    ev("idempotency conflict: key in progress", slog.LevelWarn),
 		Mismatch:    ev("idempotency mismatch: key reused with another request", slog.LevelWarn),
 		Unavailable: ev("idempotency: result unavailable", slog.LevelWarn),
+		Completed: func(ctx context.Context, e idemrt.Event) {
+			if e.OperationID == "createCharge" || e.OperationID == "createRefund" {
+				crash.Reached(crashAfterCommit)
+			}
+		},
 	}
 }

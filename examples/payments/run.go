@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/crashpoint"
 )
 
 // config is what the command line and the environment set.
@@ -25,6 +27,8 @@ type config struct {
 	idemRedisWithoutTx bool
 	chargeDelay        time.Duration
 	sweepEvery         time.Duration
+	// -crash-at: a test hook, the point where the process kills itself.
+	crashAt *crashpoint.Point
 
 	// The database pool.
 	maxConns        int
@@ -60,6 +64,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.idemDSN, "idem-dsn", "", "keep the idempotency records in Redis (redis://host:6379) or Redis Cluster (redis-cluster://host:port,host:port) instead of the SQL database; see redisidem.go for what changes")
 	fs.BoolVar(&c.idemRedisWithoutTx, "idem-redis-without-transactions", false, "with -idem-dsn: accept that the spec's transactional operations run without their shared transaction (a crash between a handler's commit and its saved response runs it again); without it, -idem-dsn refuses to start")
 	fs.DurationVar(&c.chargeDelay, "charge-delay", 0, "for tests: make every charge take this long after its insert (to crash one mid-flight)")
+	crashAt := fs.String("crash-at", "", "for tests: SIGKILL the process itself once at this point: "+crashAfterCommit+"[:N], the N-th (default 1st) charge or refund committed, before its response is written")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Minute, "how often expired idempotency records are deleted")
 	fs.IntVar(&c.maxConns, "max-conns", 20, "most database connections open at once; requests beyond wait for one")
 	fs.IntVar(&c.maxIdleConns, "max-idle-conns", 20, "most idle connections kept open (SQLite, MySQL)")
@@ -93,6 +98,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.crashAt, err = crashpoint.Parse(*crashAt, crashAfterCommit); err != nil {
+		return c, fmt.Errorf("-crash-at: %v", err)
 	}
 	switch {
 	case c.idemRedisWithoutTx && c.idemDSN == "":

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // server holds the handlers of the payments API. It knows nothing about
@@ -105,7 +107,9 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 			"dur", time.Since(start).Round(time.Microsecond),
 		}
 		if k := r.Header.Get("Idempotency-Key"); k != "" {
-			attrs = append(attrs, "idempotency_key", k)
+			// The key's digest, not the key: a client's key may be a
+			// business value (an order id).
+			attrs = append(attrs, "idempotency_key_hash", idemrt.KeyDigest(k))
 		}
 		if w.Header().Get("Idempotent-Replayed") == "true" {
 			attrs = append(attrs, "replayed", true)

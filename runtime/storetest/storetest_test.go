@@ -12,3 +12,8 @@ import (
 func TestRunMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) idemrt.Store { return idemrt.NewMemoryStore() })
 }
+
+// The messaging suite against a fresh memory store per subtest.
+func TestRunMessagingMemory(t *testing.T) {
+	storetest.RunMessaging(t, func(t *testing.T) storetest.MessagingStore { return idemrt.NewMemoryStore() })
+}

@@ -1,0 +1,505 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// MessagingStore is what RunMessaging tests: a store that deduplicates
+// message deliveries and holds an outbox.
+type MessagingStore interface {
+	idemrt.MessageStore
+	idemrt.OutboxWriter
+	idemrt.OutboxStore
+}
+
+// RunMessaging runs the messaging conformance suite: ProcessOnce over the
+// store's MarkProcessed (exactly one committed run per message id under
+// concurrent deliveries, a rollback leaves the id unprocessed) and the
+// outbox (events commit with the transaction, claims lease them in order
+// per key, several claimers lose and duplicate nothing, sweeping). The
+// business write of every handler is an outbox event, so the suite needs
+// no table of its own. newStore is called once per subtest and must
+// return a store whose outbox holds no events (a fresh database or table):
+// the subtests count every event in it.
+func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(*testing.T, MessagingStore)
+	}{
+		{"ProcessOnce", processOnce},
+		{"ProcessOnceRollback", processOnceRollback},
+		{"ProcessOnceConcurrent", processOnceConcurrent},
+		{"MarkTwiceInOneTx", markTwiceInOneTx},
+		{"OutboxRoundTrip", outboxRoundTrip},
+		{"OutboxRejects", outboxRejects},
+		{"OutboxOrderPerKey", outboxOrderPerKey},
+		{"OutboxLeaseEnds", outboxLeaseEnds},
+		{"OutboxConcurrentClaimers", outboxConcurrentClaimers},
+		{"OutboxSweep", outboxSweep},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+func msgCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// addOne is the business write of a handler: one event keyed by the
+// message id.
+func addOne(st MessagingStore, messageID string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		return idemrt.AddEvents(ctx, st, idemrt.OutboxEvent{Topic: "test.processed", Key: messageID, Payload: []byte(messageID)})
+	}
+}
+
+// drain claims every unsent event (with a long lease) and marks it sent.
+func drain(t *testing.T, ctx context.Context, st MessagingStore) []idemrt.OutboxEvent {
+	t.Helper()
+	var all []idemrt.OutboxEvent
+	for {
+		evs, err := st.ClaimEvents(ctx, 100, time.Minute)
+		if err != nil {
+			t.Fatalf("ClaimEvents: %v", err)
+		}
+		if len(evs) == 0 {
+			return all
+		}
+		all = append(all, evs...)
+		if err := st.MarkSent(ctx, ids(evs)); err != nil {
+			t.Fatalf("MarkSent: %v", err)
+		}
+	}
+}
+
+func ids(evs []idemrt.OutboxEvent) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
+}
+
+func processOnce(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	id := newRunID(t) + "-m"
+	runs := 0
+	fn := func(ctx context.Context) error {
+		runs++
+		if _, ok := idemrt.TxFromContext(ctx); !ok {
+			t.Error("fn's context carries no transaction")
+		}
+		return addOne(st, id)(ctx)
+	}
+	for i, want := range []bool{true, false, false} {
+		ran, err := idemrt.ProcessOnce(ctx, st, "consumer-a", id, fn)
+		if err != nil || ran != want {
+			t.Fatalf("delivery %d: ProcessOnce = %v, %v; want %v, nil", i+1, ran, err, want)
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("fn ran %d times, want 1", runs)
+	}
+	// Another consumer of the same message processes it on its own.
+	if ran, err := idemrt.ProcessOnce(ctx, st, "consumer-b", id, addOne(st, id)); err != nil || !ran {
+		t.Fatalf("consumer-b: ProcessOnce = %v, %v; want true, nil", ran, err)
+	}
+	if got := len(drain(t, ctx, st)); got != 2 {
+		t.Fatalf("the outbox holds %d events, want 2 (one per consumer)", got)
+	}
+}
+
+func processOnceRollback(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	id := newRunID(t) + "-m"
+	boom := errors.New("handler failed")
+	ran, err := idemrt.ProcessOnce(ctx, st, "c", id, func(ctx context.Context) error {
+		if err := addOne(st, id)(ctx); err != nil {
+			return err
+		}
+		return boom
+	})
+	if ran || !errors.Is(err, boom) {
+		t.Fatalf("failing fn: ProcessOnce = %v, %v; want false, %v", ran, err, boom)
+	}
+	if evs := drain(t, ctx, st); len(evs) != 0 {
+		t.Fatalf("a rolled-back handler left %d events", len(evs))
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "handler panicked" {
+				t.Fatalf("recovered %v, want the handler's panic", r)
+			}
+		}()
+		_, _ = idemrt.ProcessOnce(ctx, st, "c", id, func(ctx context.Context) error {
+			if err := addOne(st, id)(ctx); err != nil {
+				return err
+			}
+			panic("handler panicked")
+		})
+	}()
+	if evs := drain(t, ctx, st); len(evs) != 0 {
+		t.Fatalf("a panicking handler left %d events", len(evs))
+	}
+	// The id is still unprocessed: the next delivery runs.
+	if ran, err := idemrt.ProcessOnce(ctx, st, "c", id, addOne(st, id)); err != nil || !ran {
+		t.Fatalf("redelivery after the rollback: ProcessOnce = %v, %v; want true, nil", ran, err)
+	}
+	if evs := drain(t, ctx, st); len(evs) != 1 {
+		t.Fatalf("the outbox holds %d events, want 1", len(evs))
+	}
+}
+
+// processOnceConcurrent delivers each of a few ids from many goroutines
+// at once. The first delivery of each id that gets to run fails, so some
+// deliveries wait on a transaction that rolls back. Each id's fn commits
+// exactly once, which the outbox (one event per committed run) confirms.
+func processOnceConcurrent(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	const nIDs, perID = 8, 16
+	run := newRunID(t)
+	var committed [nIDs]atomic.Int32
+	var failed [nIDs]atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, nIDs*perID)
+	start := make(chan struct{})
+	for g := range perID {
+		for i := range nIDs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				id := fmt.Sprintf("%s-%d", run, i)
+				ran, err := idemrt.ProcessOnce(ctx, st, "c", id, func(ctx context.Context) error {
+					if err := addOne(st, id)(ctx); err != nil {
+						return err
+					}
+					// A handler takes a moment, so deliveries overlap.
+					time.Sleep(2 * time.Millisecond)
+					if !failed[i].Swap(true) {
+						return errFirstRun
+					}
+					return nil
+				})
+				if err != nil && !errors.Is(err, errFirstRun) {
+					errs <- fmt.Errorf("delivery %d of %s: %w", g, id, err)
+				}
+				if ran {
+					committed[i].Add(1)
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	perKey := make(map[string]int)
+	for _, ev := range drain(t, ctx, st) {
+		perKey[ev.Key]++
+	}
+	for i := range nIDs {
+		id := fmt.Sprintf("%s-%d", run, i)
+		if n := committed[i].Load(); n != 1 {
+			t.Errorf("%s: %d deliveries committed, want exactly 1", id, n)
+		}
+		if perKey[id] != 1 {
+			t.Errorf("%s: %d events committed, want exactly 1", id, perKey[id])
+		}
+	}
+	if len(perKey) != nIDs {
+		t.Errorf("events for %d keys, want %d", len(perKey), nIDs)
+	}
+}
+
+var errFirstRun = errors.New("the first run fails")
+
+func markTwiceInOneTx(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	id := newRunID(t) + "-m"
+	tx, err := st.BeginTx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	for i, want := range []bool{true, false} {
+		first, err := st.MarkProcessed(ctx, tx, "c", id)
+		if err != nil || first != want {
+			t.Fatalf("mark %d in one transaction = %v, %v; want %v, nil", i+1, first, err, want)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := idemrt.ProcessOnce(ctx, st, "c", id, addOne(st, id)); err != nil || ran {
+		t.Fatalf("after the commit: ProcessOnce = %v, %v; want false, nil", ran, err)
+	}
+}
+
+// inTx adds events in one committed transaction.
+func inTx(t *testing.T, ctx context.Context, st MessagingStore, evs ...idemrt.OutboxEvent) {
+	t.Helper()
+	tx, err := st.BeginTx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddEvents(ctx, tx, evs...); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("AddEvents: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func outboxRoundTrip(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	before := time.Now()
+	want := []idemrt.OutboxEvent{
+		{ID: newRunID(t) + "-1", Topic: "charge.created", Key: "ch_1", Payload: []byte{0, 1, 2, 0xff, '\''}, Headers: map[string]string{"Content-Type": "application/json", "X-Trace": "abc"}},
+		{Topic: "refund.created", Payload: nil},
+	}
+	inTx(t, ctx, st, want...)
+	got := drain(t, ctx, st)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d events, want 2", len(got))
+	}
+	if got[0].ID != want[0].ID || got[0].Topic != want[0].Topic || got[0].Key != want[0].Key ||
+		!bytes.Equal(got[0].Payload, want[0].Payload) || !maps.Equal(got[0].Headers, want[0].Headers) {
+		t.Errorf("event read back as %+v, want %+v", got[0], want[0])
+	}
+	if len(got[1].ID) != 32 || got[1].Topic != "refund.created" || got[1].Key != "" || len(got[1].Payload) != 0 || len(got[1].Headers) != 0 {
+		t.Errorf("event with defaults read back as %+v (want a 32-digit id)", got[1])
+	}
+	for _, ev := range got {
+		if d := ev.CreatedAt.Sub(before); d < -5*time.Second || d > time.Minute {
+			t.Errorf("CreatedAt %v is not the time of the write (%v)", ev.CreatedAt, before)
+		}
+	}
+	// An event added in a transaction that rolls back never exists.
+	tx, err := st.BeginTx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddEvents(ctx, tx, idemrt.OutboxEvent{Topic: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if evs := drain(t, ctx, st); len(evs) != 0 {
+		t.Fatalf("a rolled-back event was claimed: %+v", evs)
+	}
+}
+
+func outboxRejects(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	long := string(bytes.Repeat([]byte("x"), idemrt.MaxEventField+1))
+	for name, ev := range map[string]idemrt.OutboxEvent{
+		"no topic":    {ID: "a"},
+		"long id":     {ID: long, Topic: "t"},
+		"long key":    {Topic: "t", Key: long},
+		"long header": {Topic: "t", Headers: map[string]string{long: "v"}},
+	} {
+		tx, err := st.BeginTx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AddEvents(ctx, tx, ev); err == nil {
+			t.Errorf("%s: AddEvents accepted %+v", name, ev)
+		}
+		_ = tx.Rollback(ctx)
+	}
+	if err := idemrt.AddEvents(ctx, st, idemrt.OutboxEvent{Topic: "t"}); err == nil {
+		t.Error("AddEvents with no transaction in the context succeeded")
+	}
+	// A second event with a used id is refused (by the commit at the
+	// latest), and nothing of its transaction is kept.
+	id := newRunID(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: id, Topic: "t"})
+	tx, err := st.BeginTx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.AddEvents(ctx, tx, idemrt.OutboxEvent{Topic: "t", Key: "other"}, idemrt.OutboxEvent{ID: id, Topic: "t"})
+	if err == nil {
+		err = tx.Commit(ctx)
+	} else {
+		_ = tx.Rollback(ctx)
+	}
+	if err == nil {
+		t.Error("a second event with a used id was committed")
+	}
+	if evs := drain(t, ctx, st); len(evs) != 1 || evs[0].ID != id {
+		t.Errorf("outbox after the refused duplicate: %+v, want only %s", evs, id)
+	}
+}
+
+func outboxOrderPerKey(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	ev := func(id, key string) idemrt.OutboxEvent { return idemrt.OutboxEvent{ID: id, Topic: "t", Key: key} }
+	inTx(t, ctx, st, ev("a1", "A"))
+	inTx(t, ctx, st, ev("b1", "B"), ev("a2", "A"))
+	inTx(t, ctx, st, ev("b2", "B"))
+	claim := func(limit int, want ...string) []idemrt.OutboxEvent {
+		t.Helper()
+		evs, err := st.ClaimEvents(ctx, limit, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(evs); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("ClaimEvents(%d) = %v, want %v", limit, got, want)
+		}
+		return evs
+	}
+	claim(1, "a1")
+	// a2 waits while a1 is leased and unsent; B goes on in order.
+	claim(10, "b1", "b2")
+	claim(10)
+	if err := st.ReleaseEvents(ctx, []string{"b1", "b2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkSent(ctx, []string{"a1"}); err != nil {
+		t.Fatal(err)
+	}
+	claim(10, "b1", "a2", "b2")
+	if err := st.MarkSent(ctx, []string{"b1", "a2", "b2", "a2", "no-such-id"}); err != nil {
+		t.Fatalf("MarkSent of sent and unknown ids: %v", err)
+	}
+	claim(10)
+}
+
+func outboxLeaseEnds(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "e1", Topic: "t", Key: "K"}, idemrt.OutboxEvent{ID: "e2", Topic: "t", Key: "K"})
+	evs, err := st.ClaimEvents(ctx, 10, shortLease)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("ClaimEvents = %v, %v; want both events", ids(evs), err)
+	}
+	// The claimer "crashed": once the lease ends, the events come back
+	// (a relay publishes them again, with the same ids).
+	time.Sleep(pastLease)
+	if again := drain(t, ctx, st); fmt.Sprint(ids(again)) != "[e1 e2]" {
+		t.Fatalf("after the lease ended, claimed %v, want [e1 e2]", ids(again))
+	}
+}
+
+// outboxConcurrentClaimers runs several claimers on one outbox while
+// events are added: every event is claimed exactly once (the leases are
+// long), and each key's events are published in the order they were
+// added.
+func outboxConcurrentClaimers(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	const nEvents, nKeys, claimers = 300, 7, 4
+	var (
+		mu        sync.Mutex
+		published = make(map[string][]int) // key -> event numbers, in publish order
+		seen      = make(map[string]int)
+	)
+	for i := 0; i < nEvents; i += 10 {
+		var evs []idemrt.OutboxEvent
+		for j := i; j < i+10; j++ {
+			evs = append(evs, idemrt.OutboxEvent{ID: fmt.Sprintf("ev-%04d", j), Topic: "t", Key: fmt.Sprintf("k%d", j%nKeys)})
+		}
+		inTx(t, ctx, st, evs...)
+	}
+	var total atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, claimers)
+	for range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for total.Load() < nEvents {
+				evs, err := st.ClaimEvents(ctx, 8, time.Minute)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, ev := range evs {
+					n, _ := strconv.Atoi(strings.TrimPrefix(ev.ID, "ev-"))
+					published[ev.Key] = append(published[ev.Key], n)
+					seen[ev.ID]++
+				}
+				mu.Unlock()
+				if err := st.MarkSent(ctx, ids(evs)); err != nil {
+					errs <- err
+					return
+				}
+				total.Add(int32(len(evs)))
+				if len(evs) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != nEvents {
+		t.Errorf("%d distinct events claimed, want %d", len(seen), nEvents)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s claimed %d times", id, n)
+		}
+	}
+	for key, ns := range published {
+		for i := 1; i < len(ns); i++ {
+			if ns[i] < ns[i-1] {
+				t.Errorf("key %s published out of order: %v", key, ns)
+				break
+			}
+		}
+	}
+}
+
+func outboxSweep(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "s1", Topic: "t"}, idemrt.OutboxEvent{ID: "s2", Topic: "t"}, idemrt.OutboxEvent{ID: "s3", Topic: "t"})
+	evs, err := st.ClaimEvents(ctx, 2, time.Minute)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("ClaimEvents = %v, %v", ids(evs), err)
+	}
+	if err := st.MarkSent(ctx, ids(evs)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.SweepSent(ctx, time.Hour, 10); err != nil || n != 0 {
+		t.Fatalf("SweepSent within the retention = %d, %v; want 0", n, err)
+	}
+	time.Sleep(pastLease)
+	if n, err := st.SweepSent(ctx, shortLease, 1); err != nil || n != 1 {
+		t.Fatalf("SweepSent(limit 1) = %d, %v; want 1", n, err)
+	}
+	if n, err := st.SweepSent(ctx, shortLease, 10); err != nil || n != 1 {
+		t.Fatalf("SweepSent = %d, %v; want the other sent event", n, err)
+	}
+	// The unsent event stays, however old.
+	if n, err := st.SweepSent(ctx, 0, 10); err != nil || n != 0 {
+		t.Fatalf("SweepSent of unsent events = %d, %v; want 0", n, err)
+	}
+	if left := drain(t, ctx, st); fmt.Sprint(ids(left)) != "[s3]" {
+		t.Fatalf("left after sweeping: %v, want [s3]", ids(left))
+	}
+}
