@@ -38,6 +38,10 @@ type builder struct {
 	// unannotated are the mutating operations under paths without any
 	// x-idempotent (not even false), for Lint.
 	unannotated []Diagnostic
+	// optOuts are the operations deliberately left unprotected, and
+	// optOutReasons those that say why.
+	optOuts       []*OptOut
+	optOutReasons map[*opRef]string
 	// optionalKeys are the operations whose annotation requires a key
 	// the spec declares optional, by the place of the declaration.
 	optionalKeys map[Pos][]optionalKey
@@ -75,7 +79,7 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 		return nil, nil, slices.Concat(b.d.list, b.w.list).sorted()
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
-	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, b.w.list.sorted(), nil
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops, OptOuts: b.optOuts}, b.w.list.sorted(), nil
 }
 
 // load loads the document, and the files its $refs name, and returns a
@@ -216,6 +220,7 @@ func (b *builder) run() {
 	byName := map[string]*Operation{}
 	b.annotated = map[*opRef]bool{}
 	b.optionalKeys = map[Pos][]optionalKey{}
+	b.optOuts, b.optOutReasons = nil, map[*opRef]string{}
 	for _, r := range b.refs {
 		op := b.operation(r)
 		if op == nil {
@@ -380,8 +385,13 @@ func (b *builder) operation(r *opRef) *Operation {
 	if !ok {
 		at = func(...string) Pos { return base }
 	}
+	if m, isMap := raw.(map[string]any); ok && isMap && m[optOutField] != nil {
+		b.optOut(r, m, at)
+		return nil
+	}
 	a := decodeAnnotation(extOp, raw, at, &b.d)
 	if a == nil {
+		b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Pos: base})
 		return nil
 	}
 	if q := pathQuery(r); q != "" {
@@ -508,6 +518,33 @@ func (b *builder) operation(r *opRef) *Operation {
 	// route are checked against the others in the same run (the model is
 	// not emitted when there are errors).
 	return o
+}
+
+// optOutField is the field of an opt-out with its reason:
+// x-idempotent: {opt-out: "a repeat of this DELETE answers 204"}.
+const optOutField = "opt-out"
+
+// optOut decodes an opt-out with a reason: the field alone, a non-empty
+// string. It leaves the operation unprotected, as x-idempotent: false
+// does, and silences Lint's findings about it.
+func (b *builder) optOut(r *opRef, m map[string]any, at locator) {
+	bad := false
+	for _, name := range sortedKeys(m) {
+		if name != optOutField {
+			b.d.add(at(name), "%s.%s: an opt-out takes no other field (it leaves the operation unprotected); remove %s, or the opt-out", extOp, name, name)
+			bad = true
+		}
+	}
+	reason, isString := m[optOutField].(string)
+	if !isString || strings.TrimSpace(reason) == "" {
+		b.d.add(at(optOutField), "%s.%s: want the reason the operation needs no protection, a non-empty string, got %s", extOp, optOutField, describe(m[optOutField]))
+		bad = true
+	}
+	if bad {
+		return
+	}
+	b.optOutReasons[r] = reason
+	b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Reason: reason, Pos: at(optOutField)})
 }
 
 func (b *builder) goName(r *opRef) string {

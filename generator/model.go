@@ -18,6 +18,20 @@ type Model struct {
 	SpecName string
 	// Operations are sorted by GoName.
 	Operations []*Operation
+	// OptOuts are the operations marked x-idempotent: false, or opted out
+	// with a reason (x-idempotent: {opt-out: reason}), in document order.
+	OptOuts []*OptOut
+}
+
+// OptOut is an operation deliberately left unprotected.
+type OptOut struct {
+	Kind        OpKind
+	Method      string
+	Path        string
+	OperationID string
+	// Reason is the opt-out's reason; empty for x-idempotent: false.
+	Reason string
+	Pos    Pos
 }
 
 // OpKind says where in the document an operation is declared.
