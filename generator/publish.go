@@ -445,6 +445,16 @@ func (p *publisher) responses(o *Operation, have *yaml.Node) *yaml.Node {
 		}
 		merge := mapNode()
 		var added []string
+		// The spec's own answer and the wrapper's share the status: the
+		// description says both (a business 409 and "in progress, retry").
+		if desc := get(old, "description"); desc == nil || !strings.Contains(desc.Value, "Idempotency: ") {
+			text := pr.description()
+			if desc != nil && strings.TrimSpace(desc.Value) != "" {
+				text = strings.TrimRight(desc.Value, "\n ") + "\n\n" + text
+			}
+			set(merge, "description", strNode(text))
+			added = append(added, "the idempotency layer's description")
+		}
 		if get(get(old, "content"), problemMediaType) == nil {
 			set(merge, "content", problemContent())
 			added = append(added, problemMediaType)

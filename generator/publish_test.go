@@ -61,8 +61,8 @@ func TestPublishMergesAndLeaves(t *testing.T) {
 	}
 	notes := pub.Notes.Error()
 	for _, want := range []string{
-		"shop.yaml:16:9: note: POST /carts (createCart) 422: the spec defines this response: merged (added application/problem+json)",
-		"shop.yaml:21:9: note: POST /carts (createCart) 409: the spec's response already has application/problem+json: left as is",
+		"shop.yaml:16:9: note: POST /carts (createCart) 422: the spec defines this response: merged (added the idempotency layer's description and application/problem+json)",
+		"shop.yaml:21:9: note: POST /carts (createCart) 409: the spec defines this response: merged (added the idempotency layer's description)",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
@@ -82,6 +82,19 @@ func TestPublishMergesAndLeaves(t *testing.T) {
 	}
 	if r := cart.Responses.Value("422").Value; r.Content.Get("application/json") == nil || r.Content.Get("application/problem+json") == nil {
 		t.Errorf("422 was not merged: %+v", r.Content)
+	}
+	// The business 409 and the wrapper's "in progress" 409 share the
+	// status: the published description says both.
+	if d := *cart.Responses.Value("409").Value.Description; !strings.HasPrefix(d, "taken\n\nIdempotency: A request with the same idempotency key is still in progress") {
+		t.Errorf("409's description was not merged: %q", d)
+	}
+	republished, err := Publish(ctx, Config{Spec: "shop.yaml", SpecData: pub.Data}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inProgress = "Idempotency: A request with the same idempotency key is still in progress"
+	if got, want := strings.Count(string(republished.Data), inProgress), strings.Count(string(pub.Data), inProgress); got != want {
+		t.Errorf("publishing the published spec: %d in-progress descriptions, want %d (merged again)", got, want)
 	}
 	if r := cart.Responses.Value("5XX").Value; r.Headers["Idempotent-Replayed"] != nil {
 		t.Errorf("5XX is not saved by default, but got Idempotent-Replayed")
