@@ -48,7 +48,7 @@ longer emits are removed. With -check nothing is written: the stale
 files (each with a unified diff from disk to what generate would write),
 missing and extra files are listed and the exit code is 1.
 
-With no -spec, generate, lint and routes read idemgen.yaml in the current
+With no -spec, generate, lint, routes and spec read idemgen.yaml in the current
 folder; generate runs once per output, and flags override the file:
   version: 1
   spec: openapi.yaml
