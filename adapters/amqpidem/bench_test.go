@@ -19,7 +19,7 @@ import (
 // doing the same insert in its own transaction, then Ack. Run with
 // -benchtime 1x:
 //
-//	go test ./adapters/amqpidem -run '^$' -bench ConsumerDedup -benchtime 1x
+//	cd adapters/amqpidem && go test -run '^$' -bench ConsumerDedup -benchtime 1x
 func BenchmarkConsumerDedup(b *testing.B) {
 	const rounds, n = 5, 2000
 	url := msgtest.AMQPURL(b)

@@ -19,7 +19,7 @@ import (
 // Consume loop doing the same insert in its own transaction, then Ack.
 // One message at a time, as Consume delivers them. Run with -benchtime 1x:
 //
-//	go test ./adapters/natsidem -run '^$' -bench ConsumerDedup -benchtime 1x
+//	cd adapters/natsidem && go test -run '^$' -bench ConsumerDedup -benchtime 1x
 func BenchmarkConsumerDedup(b *testing.B) {
 	const rounds, n = 5, 2000
 	url := msgtest.NATSURL(b)
