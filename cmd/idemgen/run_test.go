@@ -214,7 +214,7 @@ paths:
       responses: {"200": {description: ok}}
 `)
 	code, out, errs := runCLI(t, "", "lint", "-spec", "openapi.yaml")
-	want := "openapi.yaml:16:5: operation DELETE /orders/{id} (deleteOrder) is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature\n" +
+	want := "openapi.yaml:16:5: finding: operation DELETE /orders/{id} (deleteOrder) is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature\n" +
 		"openapi.yaml:20:22: x-idempotent.ttl: \"soon\" is not a duration (want e.g. 24h)\n"
 	if code != 1 || out != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, out, want, errs)
