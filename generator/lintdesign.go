@@ -82,7 +82,9 @@ func (b *builder) lintDesign() {
 			continue
 		}
 		on := b.annotated[r]
-		if r.kind == InPaths && r.method == "DELETE" && !on {
+		// An opt-out with its reason has been thought about: silent.
+		_, reasoned := b.optOutReasons[r]
+		if r.kind == InPaths && r.method == "DELETE" && !on && !reasoned {
 			b.lintDelete(r)
 		}
 		if on {
@@ -130,8 +132,8 @@ func (b *builder) lintDelete(r *opRef) {
 			}
 		}
 	}
-	b.advice.add(b.responsePos(r, "404"), "finding: DELETE %s%s documents 404: a client whose delete succeeded but whose response was lost retries and gets 404, and cannot tell \"deleted\" from \"never existed\"; answer 204 for a resource that is already gone (and say so in the 204's description), or annotate the operation with %s so that a retry replays the first answer",
-		r.path, opIDSuffix(r.op.OperationID), extOp)
+	b.advice.add(b.responsePos(r, "404"), "finding: DELETE %s%s documents 404: a client whose delete succeeded but whose response was lost retries and gets 404, and cannot tell \"deleted\" from \"never existed\"; answer 204 for a resource that is already gone (and say so in the 204's description), or annotate the operation with %s so that a retry replays the first answer (or, if the 404 is what you mean, say why: %s: {opt-out: reason})",
+		r.path, opIDSuffix(r.op.OperationID), extOp, extOp)
 }
 
 // lint422: an annotated operation that documents 422 for its own errors

@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"net/http"
+	"slices"
+	"time"
+)
 
 // KeySource says where an operation's idempotency key comes from
 // (CONTRACT §1 `key`).
@@ -47,6 +51,27 @@ const (
 type SaveRule struct {
 	Classes StatusClass
 	Codes   []int
+}
+
+// Saves reports whether a response with status is saved under the rule
+// (after its defaults are applied: a zero rule is DefaultSave): one of its
+// Codes, or in one of its Classes except 408, 409, 425 and 429, which are
+// never saved by class (a retry should run again).
+func (s SaveRule) Saves(status int) bool {
+	if s.Classes == 0 && len(s.Codes) == 0 {
+		s = DefaultSave
+	}
+	if slices.Contains(s.Codes, status) {
+		return true
+	}
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	}
+	if status < 100 || status > 599 {
+		return false
+	}
+	return s.Classes&(1<<(status/100-1)) != 0
 }
 
 // DefaultSave is CONTRACT §1's default: [2xx, 4xx] minus 408, 409, 425, 429.
