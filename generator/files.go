@@ -247,6 +247,7 @@ func (fs *specFiles) loadErrors(err error) Diagnostics {
 		ds = Diagnostics{{Pos: fs.fragmentPos(err.Error()), Msg: prefix + err.Error()}}
 	}
 	for i := range ds {
+		ds[i].Cause = err
 		if s := fs.byName[filepath.Clean(ds[i].Pos.File)]; s != nil && ds[i].Pos.Line > 0 {
 			ds[i].Frame = s.frame(ds[i].Pos)
 		}
@@ -383,7 +384,7 @@ func (fs *specFiles) unref(err error) bool {
 		copy(text[key:], "x-rf")
 		fs.setLoadText(st.s, text)
 		p := st.s.pos(st.off)
-		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.frame(p)})
+		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.frame(p), Cause: err})
 		n++
 	}
 	return n > 0

@@ -128,7 +128,7 @@ func (p *publisher) pos(n *yaml.Node) Pos {
 }
 
 func (p *publisher) note(n *yaml.Node, format string, args ...any) {
-	p.notes.add(p.pos(n), "note: "+format, args...)
+	p.notes.addAs(SeverityNote, p.pos(n), format, args...)
 }
 
 // plan computes the actions: one per operation, then the components.
@@ -195,7 +195,7 @@ func (p *publisher) locate(o *Operation) (*yaml.Node, string) {
 func (p *publisher) operation(o *Operation) bool {
 	n, path := p.locate(o)
 	if n == nil || n.Kind != yaml.MappingNode {
-		p.notes.add(o.Pos, "note: operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
+		p.notes.addAs(SeverityNote, o.Pos, "operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
 		return false
 	}
 	up := mapNode()
