@@ -213,7 +213,7 @@ func (s *MemoryStore) ClaimEvents(ctx context.Context, limit int, lease time.Dur
 			continue
 		}
 		if now.Before(e.leaseUntil) {
-			blocked[e.ev.Key] = true
+			blocked[e.ev.Key] = e.ev.Key != ""
 			continue
 		}
 		if blocked[e.ev.Key] {

@@ -102,6 +102,7 @@ type OutboxEvent struct {
 	// Key is the aggregate key (an order id, an account id): a relay
 	// publishes the events of one key in the order they were added (see
 	// OutboxStore.ClaimEvents and docs/messaging.md for how far this holds).
+	// Events with an empty key are published in no particular order.
 	Key     string
 	Payload []byte
 	Headers map[string]string
@@ -160,7 +161,8 @@ type OutboxStore interface {
 	// lease (on the store's clock): until the lease ends, or the event is
 	// marked sent or released, no other claim returns them. An event is
 	// not returned while an earlier unsent event of the same Key is
-	// leased, so that relays publish one key's events in order.
+	// leased, so that relays publish one key's events in order (events
+	// with an empty Key have no order).
 	ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]OutboxEvent, error)
 	// MarkSent records that the events with these ids were published.
 	// Marking an event that is already sent (or swept) is not an error.

@@ -71,6 +71,7 @@ const (
 type Metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram
+	relay    relayInstruments
 	rawKeys  bool
 }
 
@@ -103,7 +104,11 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{events: events, duration: duration}
+	relay, err := newRelayInstruments(meter)
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{events: events, duration: duration, relay: relay}
 	for _, o := range opts {
 		o(m)
 	}

@@ -53,7 +53,9 @@ func useRedis(ctx context.Context, be *backend, dsn string, withoutTx bool, log 
 	if err != nil {
 		return err
 	}
-	store, err := redisstore.New(ctx, client, redisstore.Options{})
+	// New refuses a Redis that evicts keys (maxmemory-policy other than
+	// noeviction), and warns in log when the server has no append-only file.
+	store, err := redisstore.New(ctx, client, redisstore.Options{Logger: log})
 	if err != nil {
 		client.Close()
 		return fmt.Errorf("-idem-dsn %s: %w", redact(dsn), err)

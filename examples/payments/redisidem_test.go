@@ -38,6 +38,10 @@ func TestRedisIdempotencyRecords(t *testing.T) {
 	if !strings.Contains(logs.String(), "operations=createCharge,createRefund,receivePaymentEvent") {
 		t.Errorf("start-up does not warn about the transactional operations:\n%s", logs)
 	}
+	// The test's Redis has no append-only file: the store warns in the log.
+	if !strings.Contains(logs.String(), "no append-only file") {
+		t.Errorf("start-up does not warn that Redis has no append-only file:\n%s", logs)
+	}
 }
 
 // Without -idem-redis-without-transactions, -idem-dsn refuses to start

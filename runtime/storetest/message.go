@@ -49,6 +49,8 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"OutboxLeaseEnds", outboxLeaseEnds},
 		{"OutboxConcurrentClaimers", outboxConcurrentClaimers},
 		{"OutboxSweep", outboxSweep},
+		{"RelaysOnOneTable", relaysOnOneTable},
+		{"RelayCrashRepublishes", relayCrashRepublishes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
@@ -501,5 +503,134 @@ func outboxSweep(t *testing.T, st MessagingStore) {
 	}
 	if left := drain(t, ctx, st); fmt.Sprint(ids(left)) != "[s3]" {
 		t.Fatalf("left after sweeping: %v, want [s3]", ids(left))
+	}
+}
+
+// recorder is a Publisher that keeps what it published.
+type recorder struct {
+	mu    sync.Mutex
+	byID  map[string]int
+	order map[string][]string // key -> ids, in publish order
+	fail  func(ev idemrt.OutboxEvent) error
+}
+
+func newRecorder() *recorder {
+	return &recorder{byID: make(map[string]int), order: make(map[string][]string)}
+}
+
+func (r *recorder) Publish(ctx context.Context, ev idemrt.OutboxEvent) error {
+	if r.fail != nil {
+		if err := r.fail(ev); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byID[ev.ID]++
+	r.order[ev.Key] = append(r.order[ev.Key], ev.ID)
+	return nil
+}
+
+func (r *recorder) published() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
+
+// relaysOnOneTable runs several relays on one outbox while handlers add
+// events, some of the publishes failing: every event is published, none
+// twice (no relay crashed), each key's in order.
+func relaysOnOneTable(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	const nEvents, nKeys, relays = 400, 9, 4
+	rec := newRecorder()
+	var calls atomic.Int32
+	rec.fail = func(idemrt.OutboxEvent) error {
+		if calls.Add(1)%37 == 0 {
+			return errors.New("broker unavailable")
+		}
+		return nil
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range relays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &idemrt.Relay{Store: st, Publisher: rec, Batch: 16, Lease: time.Minute, Interval: 5 * time.Millisecond,
+				MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Retention: -1}
+			if err := r.Run(rctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := 0; i < nEvents; i += 8 {
+		var evs []idemrt.OutboxEvent
+		for j := i; j < i+8; j++ {
+			evs = append(evs, idemrt.OutboxEvent{ID: fmt.Sprintf("ev-%04d", j), Topic: "t", Key: fmt.Sprintf("k%d", j%nKeys)})
+		}
+		inTx(t, ctx, st, evs...)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for rec.published() < nEvents && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	if got := rec.published(); got != nEvents {
+		t.Fatalf("%d of %d events published", got, nEvents)
+	}
+	for id, n := range rec.byID {
+		if n != 1 {
+			t.Errorf("%s published %d times", id, n)
+		}
+	}
+	for key, evIDs := range rec.order {
+		for i := 1; i < len(evIDs); i++ {
+			if evIDs[i] < evIDs[i-1] {
+				t.Errorf("key %s published out of order: %v", key, evIDs)
+				break
+			}
+		}
+	}
+	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || len(evs) != 0 {
+		t.Errorf("after the relays: ClaimEvents = %v, %v; want nothing unsent", ids(evs), err)
+	}
+}
+
+// crashAfterPublish is an outbox whose MarkSent never reaches the store:
+// the relay "crashed" after publishing, before marking.
+type crashAfterPublish struct{ MessagingStore }
+
+func (crashAfterPublish) MarkSent(context.Context, []string) error {
+	return errors.New("relay killed before marking sent")
+}
+
+// relayCrashRepublishes: a relay that publishes a batch and dies before
+// marking it sent leaves it leased; once the lease ends, another relay
+// publishes the same events again with the same ids, and nothing else
+// twice.
+func relayCrashRepublishes(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "c1", Topic: "t", Key: "K"}, idemrt.OutboxEvent{ID: "c2", Topic: "t", Key: "K"})
+	rec := newRecorder()
+	crashed := &idemrt.Relay{Store: crashAfterPublish{st}, Publisher: rec, Batch: 1, Lease: shortLease}
+	if n, err := crashed.RunOnce(ctx); n != 1 || err == nil {
+		t.Fatalf("crashing relay: RunOnce = %d, %v; want 1 and the marking error", n, err)
+	}
+	next := &idemrt.Relay{Store: st, Publisher: rec, Batch: 10, Lease: time.Minute}
+	// While c1's lease lasts, c2 (same key) waits too.
+	if n, err := next.RunOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("during the lease: RunOnce = %d, %v; want 0, nil", n, err)
+	}
+	time.Sleep(pastLease)
+	if n, err := next.RunOnce(ctx); n != 2 || err != nil {
+		t.Fatalf("after the lease: RunOnce = %d, %v; want 2, nil", n, err)
+	}
+	if fmt.Sprint(rec.order["K"]) != "[c1 c1 c2]" {
+		t.Fatalf("published %v, want [c1 c1 c2] (c1 again after the crash, with its id)", rec.order["K"])
+	}
+	if n, err := next.RunOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("RunOnce = %d, %v; want nothing left", n, err)
 	}
 }

@@ -28,7 +28,7 @@ func BenchmarkStore(b *testing.B) {
 		primary := harness.StartRedis(b)
 		harness.StartRedis(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 		waitReplicas(b, primary, 1)
-		bench(b, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1})
+		bench(b, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1, AllowNoAppendOnly: true})
 	})
 	b.Run("Cluster1", func(b *testing.B) {
 		bench(b, clusterDSN(harness.StartRedisCluster(b, 1, 0)), redisstore.Options{})

@@ -37,6 +37,28 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("New with a plain client on a cluster node: %v, want a refusal", err)
 		}
 	})
+	t.Run("EvictingPolicyRefused", func(t *testing.T) {
+		// Every primary is checked: one with an evicting policy is refused.
+		var node *harness.RedisServer
+		for _, n := range c.Primaries(t) {
+			node = n
+			break
+		}
+		node.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+		defer node.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+		_, err := redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), node.Addr()+" has maxmemory-policy allkeys-lru") {
+			t.Fatalf("New on a cluster with one primary on allkeys-lru: %v; want a refusal naming %s", err, node.Addr())
+		}
+	})
+	t.Run("AppendOnlyRefused", func(t *testing.T) {
+		// The cluster's nodes have no append-only file: WAIT mode needs
+		// AllowNoAppendOnly.
+		_, err := redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{WaitReplicas: 1, Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), "appendonly") {
+			t.Fatalf("New in WAIT mode on primaries without an append-only file: %v; want a refusal", err)
+		}
+	})
 	t.Run("Storm", func(t *testing.T) {
 		var stores []idemrt.Store
 		for range 4 {
@@ -46,7 +68,7 @@ func TestCluster(t *testing.T) {
 		harness.Storm(t, b, stores, 200)
 	})
 	t.Run("StormWait", func(t *testing.T) {
-		s, _ := newStore(t, dsn, redisstore.Options{WaitReplicas: 1})
+		s, _ := newStore(t, dsn, redisstore.Options{WaitReplicas: 1, AllowNoAppendOnly: true})
 		harness.Storm(t, b, []idemrt.Store{s}, 200)
 	})
 	t.Run("StormProcesses", func(t *testing.T) {
@@ -63,7 +85,7 @@ func TestCluster(t *testing.T) {
 		reshardStorm(t, c, dsn, redisstore.Options{}, ids[0], ids[1])
 	})
 	t.Run("ReshardWait", func(t *testing.T) {
-		reshardStorm(t, c, dsn, redisstore.Options{WaitReplicas: 1}, ids[1], ids[0])
+		reshardStorm(t, c, dsn, redisstore.Options{WaitReplicas: 1, AllowNoAppendOnly: true}, ids[1], ids[0])
 	})
 }
 
@@ -198,7 +220,7 @@ func TestClusterFailover(t *testing.T) {
 		opts redisstore.Options
 	}{
 		{"Plain", redisstore.Options{}},
-		{"Wait", redisstore.Options{WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond}},
+		{"Wait", redisstore.Options{WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond, AllowNoAppendOnly: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			acked, unacked := failover(t, tc.opts)
@@ -210,12 +232,34 @@ func TestClusterFailover(t *testing.T) {
 	}
 }
 
-// failover runs the kill -9 storm and returns how many keys ran more than
-// once: with their completion acknowledged (a write the failover forgot),
-// and without.
+// failover runs the kill -9 storm on a new 3+3 cluster: the victim, a
+// primary, is killed, and started again once its replica took over: it
+// rejoins as the new primary's replica (in WAIT mode that shard refuses
+// claims until then).
 func failover(t *testing.T, opts redisstore.Options) (dupAcked, dupUnacked int) {
 	c := harness.StartRedisCluster(t, 3, 1)
 	st, _ := newStore(t, clusterDSN(c), opts)
+	var victim *harness.RedisServer
+	for _, n := range c.Primaries(t) {
+		victim = n
+		break
+	}
+	crash := func() error {
+		victim.Kill()
+		if err := c.Settled(); err != nil {
+			return err
+		}
+		return victim.Restart()
+	}
+	return killStorm(t, st, crash, c.WaitOK)
+}
+
+// killStorm has 16 workers claim and complete 1200 new keys through st,
+// each retried until it gets 201, and runs crash after 300 keys (while
+// the workers go on); then, after settle, it sends every key again (until
+// 201) and returns how many keys ran more than once: with their first
+// completion acknowledged (a write the crash forgot), and without.
+func killStorm(t *testing.T, st idemrt.Store, crash func() error, settle func(testing.TB)) (dupAcked, dupUnacked int) {
 	var counter runCounter
 	var completed sync.Map
 	var storeErrs atomic.Int64
@@ -231,25 +275,14 @@ func failover(t *testing.T, opts redisstore.Options) (dupAcked, dupUnacked int) 
 	for i := range keys {
 		keys[i] = harness.UniqueKey(t, fmt.Sprintf("failover-%d", i))
 	}
-	var victim *harness.RedisServer
-	for _, n := range c.Primaries(t) {
-		victim = n
-		break
-	}
 	var done atomic.Int64
-	// The victim is killed after 300 keys, and started again once its
-	// replica took over: it rejoins as the new primary's replica (in WAIT
-	// mode that shard refuses claims until then).
 	killed := make(chan struct{})
-	var killErr error
-	restarted := make(chan struct{})
+	var crashErr error
+	crashed := make(chan struct{})
 	go func() {
-		defer close(restarted)
+		defer close(crashed)
 		<-killed
-		victim.Kill()
-		if killErr = c.Settled(); killErr == nil {
-			killErr = victim.Restart()
-		}
+		crashErr = crash()
 	}()
 	var killOnce sync.Once
 	var next atomic.Int64
@@ -278,11 +311,11 @@ func failover(t *testing.T, opts redisstore.Options) (dupAcked, dupUnacked int) 
 		}()
 	}
 	wg.Wait()
-	<-restarted
-	if killErr != nil {
-		t.Fatal(killErr)
+	<-crashed
+	if crashErr != nil {
+		t.Fatal(crashErr)
 	}
-	c.WaitOK(t)
+	settle(t)
 	ackedKeys := 0
 	for _, k := range keys {
 		_, ok := completed.Load(k)
@@ -297,7 +330,7 @@ func failover(t *testing.T, opts redisstore.Options) (dupAcked, dupUnacked int) 
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s after the failover: %d %s", k, w.Code, w.Body)
+				t.Fatalf("%s after the crash: %d %s", k, w.Code, w.Body)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

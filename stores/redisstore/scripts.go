@@ -25,33 +25,66 @@ local now_us = t[1] .. string.format('%06d', tonumber(t[2]))
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// claimScript: KEYS[1] the record; ARGV fingerprint, fingerprint version,
-// lease ms, ttl ms. Returns
+// Out of memory. Each script begins with a shebang, which gives it Redis 7
+// script flags: Redis then decides before the script runs whether it may
+// run when memory is over maxmemory (with the noeviction policy New
+// requires). Without one, Redis checks memory only at the script's first
+// write command, and not at all when that command (DEL) is one it never
+// refuses: an out-of-memory server accepted claims and then refused their
+// completions. So:
 //
-//	{1, epoch, takenOver}                                   acquired
-//	{2, epoch, fingerprint, version, leaseRemainingMs}      in progress
-//	{3, epoch, fingerprint, version, status, headers, body, tombstone} completed
+//	claimScript     "#!lua": refused (OOM error) before it runs, so no claim is
+//	                granted that its completion could not keep
+//	peekScript      "#!lua flags=no-writes": runs; Claim falls back on it after
+//	                an OOM refusal, so replays and 409s are still answered
+//	completeScript  "#!lua flags=allow-oom": runs, and so do its writes: a
+//	releaseScript   claim granted is always completed or released; memory may
+//	                pass maxmemory by the responses of the claims in flight
+const (
+	denyOOM  = "#!lua"
+	allowOOM = "#!lua flags=allow-oom"
+	noWrites = "#!lua flags=no-writes"
+)
+
+// readLua, after nowLua, reads the record into r (state s) and returns the
+// claim's answer when the record is in progress within its lease
+//
+//	{2, epoch, fingerprint, version, leaseRemainingMs}
+//
+// or completed
+//
+//	{3, epoch, fingerprint, version, status, headers, body, tombstone}
+//
+// and falls through when the key can be claimed: absent (or expired),
+// released (s 3), or in progress past its lease.
+const readLua = `
+local r = redis.call('HMGET', KEYS[1], 's', 'e', 'f', 'v', 'l')
+local s = r[1]
+if s == '1' and tonumber(r[5]) > now_ms then
+  return {2, r[2], r[3], r[4], tonumber(r[5]) - now_ms}
+end
+if s and s ~= '1' and s ~= '3' then
+  local c = redis.call('HMGET', KEYS[1], 'c', 'h', 'b', 't')
+  return {3, r[2], r[3], r[4], c[1], c[2], c[3], c[4]}
+end
+`
+
+// claimScript: KEYS[1] the record; ARGV fingerprint, fingerprint version,
+// lease ms, ttl ms. Returns readLua's answers, or
+//
+//	{1, epoch, takenOver}   acquired
 //
 // A fresh record's epoch is the server's clock in microseconds, so that a
 // record re-created after the old one expired follows every epoch that one
 // handed out; a takeover or a claim of a released record is previous+1.
-var claimScript = redis.NewScript(nowLua + `
-local r = redis.call('HMGET', KEYS[1], 's', 'e', 'f', 'v', 'l')
-local s = r[1]
+var claimScript = redis.NewScript(denyOOM + nowLua + readLua + `
 local epoch
 local taken = 0
 if not s then
   epoch = now_us
-elseif s == '3' then
-  epoch = string.format('%d', tonumber(r[2]) + 1)
-elseif s == '1' and tonumber(r[5]) <= now_ms then
-  epoch = string.format('%d', tonumber(r[2]) + 1)
-  taken = 1
-elseif s == '1' then
-  return {2, r[2], r[3], r[4], tonumber(r[5]) - now_ms}
 else
-  local c = redis.call('HMGET', KEYS[1], 'c', 'h', 'b', 't')
-  return {3, r[2], r[3], r[4], c[1], c[2], c[3], c[4]}
+  epoch = string.format('%d', tonumber(r[2]) + 1)
+  if s == '1' then taken = 1 end
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 's', '1', 'e', epoch, 'f', ARGV[1], 'v', ARGV[2],
@@ -60,10 +93,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1, epoch, taken}
 `)
 
+// peekScript: KEYS[1] the record. Returns readLua's answers, or {0} when
+// the key could be claimed (which claimScript was refused to do).
+var peekScript = redis.NewScript(noWrites + nowLua + readLua + `
+return {0}
+`)
+
 // completeScript: KEYS[1] the record; ARGV epoch, ttl ms, tombstone ("1" or
 // "0"), status, headers, body. Returns 1, or 0 when the record is not in
 // progress at epoch (fenced).
-var completeScript = redis.NewScript(nowLua + `
+var completeScript = redis.NewScript(allowOOM + nowLua + `
 local r = redis.call('HMGET', KEYS[1], 's', 'e')
 if r[1] ~= '1' or r[2] ~= ARGV[1] then return 0 end
 if ARGV[3] == '1' then
@@ -79,7 +118,7 @@ return 1
 // releaseScript: KEYS[1] the record; ARGV epoch. Returns 1, or 0 when the
 // record is not in progress at epoch (fenced). A released record stays
 // until it expires, so that the next claim continues its epoch.
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(allowOOM + `
 local r = redis.call('HMGET', KEYS[1], 's', 'e')
 if r[1] ~= '1' or r[2] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 's', '3')

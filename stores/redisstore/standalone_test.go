@@ -117,10 +117,10 @@ func TestReplicaRefused(t *testing.T) {
 	}
 	waitReplicas(t, primary, 1)
 	p := dial(t, "redis://"+primary.Addr())
-	if _, err := redisstore.New(ctx, p, redisstore.Options{WaitReplicas: 1}); err != nil {
+	if _, err := redisstore.New(ctx, p, redisstore.Options{WaitReplicas: 1, AllowNoAppendOnly: true}); err != nil {
 		t.Fatalf("New on the primary with WaitReplicas 1: %v", err)
 	}
-	_, err = redisstore.New(ctx, p, redisstore.Options{WaitReplicas: 2})
+	_, err = redisstore.New(ctx, p, redisstore.Options{WaitReplicas: 2, AllowNoAppendOnly: true})
 	if err == nil || !strings.Contains(err.Error(), "has 1 connected replicas, WaitReplicas asks for 2") {
 		t.Fatalf("New with WaitReplicas 2 and one replica: %v, want a refusal", err)
 	}
@@ -158,7 +158,7 @@ func TestWaitFailsClosed(t *testing.T) {
 	primary := harness.StartRedis(t)
 	replica := harness.StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	waitReplicas(t, primary, 1)
-	st, client := newStore(t, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1, WaitTimeout: time.Second})
+	st, client := newStore(t, "redis://"+primary.Addr(), redisstore.Options{WaitReplicas: 1, WaitTimeout: time.Second, AllowNoAppendOnly: true})
 	b := backend(st, client)
 	var runs atomic.Int64
 	h, err := idemrt.Wrap(idemrt.Options{Store: st, StoreTimeout: 1400 * time.Millisecond}, harness.Policy(false), harness.Handler(b, "w", &runs, nil))

@@ -16,6 +16,12 @@
 //
 // Redis acknowledges a write before its replicas have it; see
 // Options.WaitReplicas and docs/stores.md for what a failover can forget.
+//
+// New refuses a server that would delete records by itself: any
+// maxmemory-policy but noeviction. When memory is full, a claim is refused
+// before the handler runs (ErrOutOfMemory: the wrapper answers 503), while
+// completions and releases of claims already granted still run; see
+// scripts.go.
 package redisstore
 
 import (
@@ -25,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +64,18 @@ type Options struct {
 	// WaitTimeout bounds each WAIT (DefaultWaitTimeout when zero). Keep it
 	// well below the wrapper's StoreTimeout.
 	WaitTimeout time.Duration
+	// AllowNoAppendOnly lets WAIT mode start on a primary without an
+	// append-only file (appendonly no), which New otherwise refuses: such
+	// a primary, killed and restarted before its replica is promoted,
+	// comes back without the records written since its last RDB snapshot
+	// (all of them without one), its replicas resynchronise to that, and
+	// acknowledged keys run again. Set it only when nothing restarts a
+	// primary automatically (the replica is promoted first, and the old
+	// primary rejoins as a replica). In plain mode New only warns (Logger),
+	// and not at all when this is set.
+	AllowNoAppendOnly bool
+	// Logger receives New's warnings (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // ErrNotReplicated is returned (wrapped) by Claim and Complete in WAIT mode
@@ -64,6 +83,13 @@ type Options struct {
 // time. The write may still be on the primary: a claim stays in progress
 // until its lease ends, a completion may or may not replay.
 var ErrNotReplicated = errors.New("idempotency store: the write did not reach enough Redis replicas in time")
+
+// ErrOutOfMemory is returned (wrapped, with the server's OOM error) by Claim
+// when the record's server is over its maxmemory and the key would need a
+// new claim: Redis refused the claim before it ran, so no handler runs (the
+// wrapper answers 503 with Retry-After). A key that is in progress or
+// completed is still answered (409, replay) from a read-only script.
+var ErrOutOfMemory = errors.New("idempotency store: Redis is out of memory (used memory > maxmemory); no new claim is granted until records expire")
 
 // Store keeps idempotency records in Redis. It implements idemrt.Store.
 //
@@ -82,9 +108,18 @@ type Store struct {
 var _ idemrt.Store = (*Store)(nil)
 
 // New returns a store over client: a *redis.Client (standalone or Sentinel
-// failover) or a *redis.ClusterClient. It refuses a server that is a
-// replica (ROLE), and in WAIT mode a primary with fewer connected replicas
-// than Options.WaitReplicas. For Options.StoreTimeout of the wrapper to
+// failover) or a *redis.ClusterClient. It checks the server (every primary
+// of a cluster), reading ROLE and INFO only (so it works where CONFIG is
+// disabled), and refuses
+//   - a replica;
+//   - a maxmemory-policy other than noeviction: every record has a TTL, so
+//     every other policy evicts records when memory runs out, and an
+//     evicted record's key runs its handler again;
+//   - in WAIT mode, a primary with fewer connected replicas than
+//     Options.WaitReplicas, or without an append-only file unless
+//     Options.AllowNoAppendOnly (in plain mode it warns on Options.Logger).
+//
+// For Options.StoreTimeout of the wrapper to
 // bound every call, create the client with ContextTimeoutEnabled (NewClient
 // does).
 func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Store, error) {
@@ -101,10 +136,14 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	if s.waitFor <= 0 {
 		s.waitFor = DefaultWaitTimeout
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	switch c := client.(type) {
 	case *redis.Client:
 		s.single = c
-		if err := checkPrimary(ctx, c, s.waitN); err != nil {
+		if err := checkPrimary(ctx, c, opts, log); err != nil {
 			return nil, err
 		}
 		if err := checkNotCluster(ctx, c); err != nil {
@@ -113,7 +152,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	case *redis.ClusterClient:
 		s.cluster = c
 		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return checkPrimary(ctx, node, s.waitN)
+			return checkPrimary(ctx, node, opts, log)
 		})
 		if err != nil {
 			return nil, err
@@ -124,9 +163,11 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	return s, nil
 }
 
-// checkPrimary refuses a replica, and a primary with fewer than waitN
-// connected replicas.
-func checkPrimary(ctx context.Context, c *redis.Client, waitN int) error {
+// checkPrimary refuses a replica, an evicting maxmemory-policy, and in
+// WAIT mode a primary with fewer than opts.WaitReplicas connected replicas
+// or without an append-only file (unless opts.AllowNoAppendOnly); in plain
+// mode it warns on log about the latter.
+func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.Logger) error {
 	addr := c.Options().Addr
 	role, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {
@@ -135,23 +176,53 @@ func checkPrimary(ctx context.Context, c *redis.Client, waitN int) error {
 	if len(role) == 0 || role[0] != "master" {
 		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", addr, role)
 	}
-	if waitN == 0 {
-		return nil
-	}
-	info, err := c.Info(ctx, "replication").Result()
+	text, err := c.Info(ctx, "memory", "persistence", "replication").Result()
 	if err != nil {
 		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
 	}
-	n := -1
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-			n, _ = strconv.Atoi(v)
+	info := parseInfo(text)
+	switch policy, ok := info["maxmemory_policy"]; {
+	case !ok:
+		return fmt.Errorf("idempotency store: checking the Redis server %s: INFO memory reports no maxmemory_policy", addr)
+	case policy != "noeviction":
+		return fmt.Errorf("idempotency store: the Redis server %s has maxmemory-policy %s, which deletes keys when memory runs out: "+
+			"every idempotency record has a TTL, so it would delete records, and a key whose record is gone runs its handler again; "+
+			"set maxmemory-policy noeviction (redis.conf, CONFIG SET maxmemory-policy noeviction, or the managed service's parameter); "+
+			"a full Redis then refuses new claims (503) instead", addr, policy)
+	}
+	if opts.WaitReplicas > 0 {
+		n, err := strconv.Atoi(info["connected_slaves"])
+		if err != nil {
+			n = 0
+		}
+		if n < opts.WaitReplicas {
+			return fmt.Errorf("idempotency store: the Redis primary %s has %d connected replicas, WaitReplicas asks for %d", addr, n, opts.WaitReplicas)
 		}
 	}
-	if n < waitN {
-		return fmt.Errorf("idempotency store: the Redis primary %s has %d connected replicas, WaitReplicas asks for %d", addr, max(n, 0), waitN)
+	if info["aof_enabled"] == "1" || opts.AllowNoAppendOnly {
+		return nil
 	}
+	const lost = "has no append-only file (appendonly no): killed and restarted before a failover, it comes back without the " +
+		"records written since its last RDB snapshot (all of them without one), its replicas resynchronise to that, and those keys run again"
+	if opts.WaitReplicas > 0 {
+		return fmt.Errorf("idempotency store: the Redis primary %s %s, which WaitReplicas cannot prevent; "+
+			"set appendonly yes on every node (appendfsync always to survive a power loss too), "+
+			"or set Options.AllowNoAppendOnly if nothing restarts a primary before its replica is promoted", addr, lost)
+	}
+	log.Warn("idempotency store: the Redis primary "+lost+"; set appendonly yes, or make sure nothing restarts it automatically "+
+		"(Options.AllowNoAppendOnly silences this)", "addr", addr)
 	return nil
+}
+
+// parseInfo reads INFO's "field:value" lines.
+func parseInfo(text string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // checkNotCluster refuses a node of a Redis Cluster reached through a
@@ -186,9 +257,19 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	v, err := s.run(ctx, claimScript, s.Key(req.RecordKey), func(v any) bool { return replyKind(v) == 1 },
+	key := s.Key(req.RecordKey)
+	v, err := s.run(ctx, claimScript, key, func(v any) bool { return replyKind(v) == 1 },
 		req.Fingerprint[:], req.FingerprintVersion,
 		max(durationUnits(req.Lease, time.Millisecond), 1), max(durationUnits(req.TTL, time.Millisecond), 1))
+	if isOOM(err) {
+		// Refused before it ran: answer a key in progress or completed
+		// from a script that writes nothing (Redis runs it when full).
+		oom := err
+		v, err = s.run(ctx, peekScript, key, func(any) bool { return false })
+		if err == nil && replyKind(v) == 0 {
+			return idemrt.ClaimResult{}, fmt.Errorf("%w: %w", ErrOutOfMemory, oom)
+		}
+	}
 	if err != nil {
 		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 	}
@@ -277,6 +358,13 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, wrote
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// isOOM reports whether err is the server's refusal for memory ("OOM
+// command not allowed when used memory > 'maxmemory'").
+func isOOM(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ")
 }
 
 // isRedisError reports whether err is an error reply of the server.
