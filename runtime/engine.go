@@ -32,6 +32,10 @@ type engine struct {
 	// record is not committed, so the store cannot see it) gets its
 	// Retry-After from here when the attempt runs in this process.
 	inflight sync.Map
+	// ring seals saved responses (Options.Encryption; see seal.go), and
+	// replayPlaintext lets it replay records saved in clear.
+	ring            *KeyRing
+	replayPlaintext bool
 }
 
 // leaseLeft fills in res.LeaseRemaining of an InProgress claim of rk that
@@ -386,9 +390,16 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 				writeProblem(w, http.StatusConflict, ProblemResultUnavailable, "a request with this key completed, but its result was too large to save or could not be recorded; it will not run again with this key", 0, false)
 				return
 			}
-			e.event(ctx, e.hooks.Replayed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Status: res.Response.Status})
-			e.logAt(ctx, slog.LevelDebug, "idempotency: replayed", op, key, slog.Int("status", res.Response.Status))
-			replay(w, r, res.Response)
+			resp, err := e.opened(rk, res)
+			if err != nil {
+				e.event(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Err: err})
+				e.logAt(ctx, slog.LevelError, "idempotency: the saved response cannot be opened", op, key, slog.Int64("epoch", res.Epoch), slog.Any("error", err))
+				writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the saved result of this key cannot be read with this server's encryption keys; the request was not run", storeRetryAfter, false)
+				return
+			}
+			e.event(ctx, e.hooks.Replayed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Status: resp.Status})
+			e.logAt(ctx, slog.LevelDebug, "idempotency: replayed", op, key, slog.Int("status", resp.Status))
+			replay(w, r, resp)
 			return
 		case InProgress:
 			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
@@ -484,9 +495,12 @@ func (e *engine) complete(ctx context.Context, op *operation, rk RecordKey, epoc
 	if resp != nil {
 		status = resp.Status
 	}
-	sctx, cancel := e.storeCtx(bg(ctx), op)
-	err := e.store.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-	cancel()
+	resp, err := e.sealed(rk, epoch, resp)
+	if err == nil {
+		sctx, cancel := e.storeCtx(bg(ctx), op)
+		err = e.store.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+		cancel()
+	}
 	e.afterComplete(ctx, op, rk, epoch, status, err)
 }
 
@@ -619,9 +633,12 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 	if !cw.over {
 		resp = cw.saved(status)
 	}
-	sctx, cancel := e.storeCtx(bg(ctx), op)
-	err := tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-	cancel()
+	resp, err := e.sealed(rk, epoch, resp)
+	if err == nil {
+		sctx, cancel := e.storeCtx(bg(ctx), op)
+		err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
+		cancel()
+	}
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			// Another attempt owns the key: its run is the one that counts.
@@ -636,7 +653,7 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 		e.storeError(ctx, w, op, rk, err, "complete in transaction")
 		return
 	}
-	sctx, cancel = e.storeCtx(bg(ctx), op)
+	sctx, cancel := e.storeCtx(bg(ctx), op)
 	err = tx.Commit(sctx)
 	cancel()
 	if err != nil {

@@ -60,6 +60,19 @@ type Options struct {
 	// handler beside another attempt that took the key over. Calls to a
 	// MemoryStore are never bounded: they wait on no I/O.
 	StoreTimeout time.Duration
+	// Encryption, when set, seals every saved response (its headers and
+	// body; the status stays in clear) with the ring's first key before it
+	// reaches the store, and opens it on replay with whichever key of the
+	// ring sealed it. A record that does not open (its key left the ring,
+	// or it was altered or copied from another record) answers 503 and is
+	// never replayed. Nil saves responses in clear, and a sealed record
+	// then answers 503 too. See docs/stores.md, "Encryption at rest".
+	Encryption *KeyRing
+	// ReplayPlaintext lets a middleware with Encryption replay records
+	// saved in clear, for the one TTL after encryption is turned on. Off,
+	// such a record answers 503: whoever can write to the store could
+	// otherwise plant a response in clear.
+	ReplayPlaintext bool
 }
 
 // DefaultStoreTimeout is the bound of one store call when
@@ -314,6 +327,7 @@ func newEngine(opts Options) (*engine, error) {
 	e.txStore, _ = opts.Store.(TxStore)
 	e.claimTx, _ = opts.Store.(ClaimTxStore)
 	_, e.inProcess = opts.Store.(*MemoryStore)
+	e.ring, e.replayPlaintext = opts.Encryption, opts.ReplayPlaintext
 	return e, nil
 }
 

@@ -203,6 +203,9 @@ func newServer(be *backend, cfg config, log *slog.Logger) (http.Handler, error) 
 		Principal: bearer,
 		Logger:    log,
 		Hooks:     logHooks(log, cfg.crashAt),
+		// Saved responses hold card fingerprints and customer ids: sealed
+		// at rest when -idem-encryption-keys gives a key ring.
+		Encryption: cfg.idemKeys,
 	}
 	if cfg.otel {
 		var err error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/crashpoint"
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // config is what the command line and the environment set.
@@ -49,6 +50,10 @@ type config struct {
 
 	// -otel: idempotency metrics and span events.
 	otel bool
+
+	// -idem-encryption-keys: the key ring that seals saved responses, read
+	// at start-up (nil: saved in clear).
+	idemKeys *idemrt.KeyRing
 }
 
 // demoWebhookSecret signs the webhook when $PAYMENTS_WEBHOOK_SECRET is unset.
@@ -74,6 +79,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 30*time.Second, "time allowed from the end of the request headers to the end of the response")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.webhookTolerance, "webhook-tolerance", 5*time.Minute, "how far a webhook signature's timestamp may be from now")
+	var keysFile string
+	fs.StringVar(&keysFile, "idem-encryption-keys", "", "file of the keys that encrypt saved responses at rest: one KEYID:BASE64 line per 32-byte key, the first encrypts, all decrypt (rotate by putting a new key first)")
 	fs.BoolVar(&c.otel, "otel", false, "report idempotency metrics and span events to the global OpenTelemetry providers (see otel.go)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: payments [flags]\n\nServes the payments example API (openapi.yaml).\n"+
@@ -101,6 +108,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if c.crashAt, err = crashpoint.Parse(*crashAt, crashAfterCommit); err != nil {
 		return c, fmt.Errorf("-crash-at: %v", err)
+	}
+	if keysFile != "" {
+		if c.idemKeys, err = idemrt.LoadKeyRing(keysFile); err != nil {
+			return c, fmt.Errorf("-idem-encryption-keys: %w", err)
+		}
 	}
 	switch {
 	case c.idemRedisWithoutTx && c.idemDSN == "":

@@ -111,6 +111,7 @@ var _ idemrt.Store = (*Store)(nil)
 // failover) or a *redis.ClusterClient. It checks the server (every primary
 // of a cluster), reading ROLE and INFO only (so it works where CONFIG is
 // disabled), and refuses
+//   - a server older than Redis 7.0 (the scripts use its script flags);
 //   - a replica;
 //   - a maxmemory-policy other than noeviction: every record has a TTL, so
 //     every other policy evicts records when memory runs out, and an
@@ -176,11 +177,14 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	if len(role) == 0 || role[0] != "master" {
 		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", addr, role)
 	}
-	text, err := c.Info(ctx, "memory", "persistence", "replication").Result()
+	text, err := c.Info(ctx, "server", "memory", "persistence", "replication").Result()
 	if err != nil {
 		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
 	}
 	info := parseInfo(text)
+	if err := checkVersion(addr, info["redis_version"]); err != nil {
+		return err
+	}
 	switch policy, ok := info["maxmemory_policy"]; {
 	case !ok:
 		return fmt.Errorf("idempotency store: checking the Redis server %s: INFO memory reports no maxmemory_policy", addr)
@@ -211,6 +215,16 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	}
 	log.Warn("idempotency store: the Redis primary "+lost+"; set appendonly yes, or make sure nothing restarts it automatically "+
 		"(Options.AllowNoAppendOnly silences this)", "addr", addr)
+	return nil
+}
+
+// checkVersion refuses a server older than Redis 7: the scripts' flags
+// (scripts.go) need 7.0, and an older server would refuse every script.
+func checkVersion(addr, version string) error {
+	major, _, _ := strings.Cut(version, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < 7 {
+		return fmt.Errorf("idempotency store: the Redis server %s reports redis_version %q; the store needs Redis 7.0 or later (its scripts use Redis 7 script flags)", addr, version)
+	}
 	return nil
 }
 
