@@ -163,7 +163,8 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // record not committed yet) is reported InProgress at once, through a
 // transaction-scoped advisory lock on a hash of the key tried without
 // waiting (a hash collision with another key held at that moment also
-// reads as InProgress: the client retries).
+// reads as InProgress: the client retries), with the holder's remaining
+// lease (see heldElsewhere).
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
@@ -201,7 +202,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		case err != nil:
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		case !row.Locked:
-			return nil, idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, nil
+			return nil, s.heldElsewhere(ctx, req, claim), nil
 		case !row.Epoch.Valid:
 			continue // another attempt's record is live: read it
 		}
@@ -209,6 +210,19 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// heldElsewhere is the InProgress result of a key whose advisory lock
+// another transactional attempt holds, with that attempt's remaining lease
+// when the server shows it (HolderLease): a duplicate in another process
+// then gets a Retry-After that reflects the lease, not 1 s. A failed look-up
+// leaves LeaseRemaining 0 (the wrapper then answers Retry-After: 1).
+func (s *Store) heldElsewhere(ctx context.Context, req idemrt.ClaimRequest, claim sqlcClaimTxParams) idemrt.ClaimResult {
+	res := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
+	if ms, err := s.q.HolderLease(ctx, sqlcHolderLeaseParams{LeaseMs: claim.LeaseMs, LockKey: claim.LockKey}); err == nil && ms > 0 {
+		res.LeaseRemaining = time.Duration(ms) * time.Millisecond
+	}
+	return res
 }
 
 // lockKey is the advisory lock of a key: the first 8 bytes of SHA-256 over

@@ -210,12 +210,13 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // waits for it (for the turn, then busy_timeout at BEGIN) and then reads
 // its outcome: the replay, or the key free again after a rollback. A
 // duplicate of a transactional attempt of this store that is still running
-// is told InProgress at once, with the attempt's remaining lease, without
-// queueing for the turn. A claim whose busy_timeout or context ends first
-// (the wrapper bounds each store call, Options.StoreTimeout) is told
-// InProgress if its key is held by such an attempt by then, and otherwise
-// gets errBusy: no attempt of this process holds its key (one of another
-// process cannot be told from other keys' writes), so 409 would be false.
+// is told InProgress at once, without queueing for the turn (the wrapper
+// that runs the attempt answers with its remaining lease). A claim whose
+// busy_timeout or context ends first (the wrapper bounds each store call,
+// Options.StoreTimeout) is told InProgress if its key is held by such an
+// attempt by then, and otherwise gets errBusy: no attempt of this process
+// holds its key (one of another process cannot be told from other keys'
+// writes), so 409 would be false.
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
@@ -274,18 +275,15 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 // time for a key that no transactional attempt of this store holds.
 var errBusy = errors.New("idempotency store: claim: SQLite's write lock stayed taken by other keys' attempts (or other writers) for as long as the claim could wait (busy_timeout or the store bound); nothing ran, retry")
 
-// heldKey is the entry of a key held by a running transactional attempt.
-type heldKey struct {
-	leaseEnd time.Time // zero when the attempt's context has no deadline
-}
+// heldKey is the entry of a key held by a running transactional attempt:
+// each attempt's is a distinct pointer (the type is not zero-sized), so
+// that an attempt removes its own entry only.
+type heldKey struct{ _ byte }
 
 // hold records that a transactional attempt whose lease is ctx holds key,
 // until the returned function is called or ctx ends.
 func (s *Store) hold(ctx context.Context, key idemrt.RecordKey) func() {
 	h := &heldKey{}
-	if d, ok := ctx.Deadline(); ok {
-		h.leaseEnd = d
-	}
 	s.held.Store(key, h)
 	unhold := func() { s.held.CompareAndDelete(key, h) }
 	stop := context.AfterFunc(ctx, unhold)
@@ -295,18 +293,15 @@ func (s *Store) hold(ctx context.Context, key idemrt.RecordKey) func() {
 	}
 }
 
-// heldBy reports, as Claim would, a key held by a running transactional
-// attempt of this store: InProgress with the attempt's remaining lease.
+// heldBy reports a key held by a running transactional attempt of this
+// store: InProgress, as BeginClaim reports an uncommitted record (without
+// LeaseRemaining: the store reads no application clock; the wrapper that
+// runs the attempt knows its lease).
 func (s *Store) heldBy(req idemrt.ClaimRequest) (idemrt.ClaimResult, bool) {
-	v, ok := s.held.Load(req.RecordKey)
-	if !ok {
+	if _, ok := s.held.Load(req.RecordKey); !ok {
 		return idemrt.ClaimResult{}, false
 	}
-	res := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
-	if end := v.(*heldKey).leaseEnd; !end.IsZero() {
-		res.LeaseRemaining = max(time.Until(end), 0)
-	}
-	return res, true
+	return idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, true
 }
 
 // takeTurn waits for the store's write turn while ctx lasts, and at most
