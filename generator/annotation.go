@@ -38,6 +38,8 @@ type annotation struct {
 	// is set when the annotation as a whole is not an object.
 	bad map[string]bool
 	all bool
+	// fields are the fields the annotation writes.
+	fields map[string]bool
 }
 
 // unsure reports whether the layer wrote field with a rejected value.
@@ -121,8 +123,9 @@ func CheckAnnotation(v map[string]any) error {
 }
 
 func decodeObject(ext string, m map[string]any, at locator, d *diags) *annotation {
-	a := &annotation{bad: map[string]bool{}}
+	a := &annotation{bad: map[string]bool{}, fields: map[string]bool{}}
 	for _, name := range sortedKeys(m) {
+		a.fields[name] = true
 		n := len(d.list)
 		meant := a.decodeField(ext, name, m[name], at, d)
 		if len(d.list) != n {

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -120,17 +121,18 @@ func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
 			}
 			b.checkFields(r, k.fields, pos)
 		}
-		if (k.source == KeyHeader || k.source == KeyQuery) && r.kind == InPaths && !declaresParam(r, k) {
+		if (k.source == KeyHeader || k.source == KeyQuery) && r.kind == InPaths {
 			pos := k.namePos
 			if !own {
 				pos = m.base
 			}
-			in := openapi3.ParameterInHeader
-			if k.source == KeyQuery {
-				in = openapi3.ParameterInQuery
-			}
-			b.advice.add(pos, "warning: %s.key.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s)",
-				extOp, in, describeRef(r), in, k.name, in)
+			b.checkKeyParam(r, o, k, pos)
+		}
+	}
+	if m.key == nil && !m.unsure("key") && r.kind == InPaths {
+		// The default key: only a declaration that contradicts it.
+		if p := keyParam(r, &keySpec{source: KeyHeader, name: DefaultKeyHeader}); p != nil {
+			b.checkOptionalKey(r, o, p, openapi3.ParameterInHeader)
 		}
 	}
 	if f := m.fingerprint; f != nil && !m.unsure("fingerprint") {
@@ -140,6 +142,82 @@ func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
 		}
 		b.checkPointers(r, f, pos)
 	}
+}
+
+// checkRuntime runs the runtime's validators (idemrt.ValidatePolicy) on
+// the policy the emitter would write for o, and reports each problem at
+// the place in the spec its field comes from: generate refuses what
+// NewMiddleware would refuse at start-up.
+//
+// Only a policy whose every layer decoded cleanly is checked (a rejected
+// value would be reported again through its consequences), and the route
+// section is checkRoutes' (through idemrt.RouteShape, the same check).
+func (b *builder) checkRuntime(r *opRef, o *Operation, m *merged, at locator) {
+	for _, l := range m.layers {
+		if l != nil && (l.all || len(l.bad) > 0) {
+			return
+		}
+	}
+	for _, fe := range idemrt.ValidatePolicy(o.Policy(), idemrt.GenerationEnv()) {
+		if fe.Section == "route" {
+			continue
+		}
+		b.d.addCause(b.fieldPos(r, m, at, fe.Field), fe, "%s: the middleware would refuse this policy at start-up: %s", extOp, fe.Msg)
+	}
+}
+
+// fieldPos is where the value of a Policy field comes from: the
+// annotation's field that set it (the operation's own, else the defaults'
+// at the operation), else the operation's annotation.
+func (b *builder) fieldPos(r *opRef, m *merged, at locator, field string) Pos {
+	own := m.own()
+	written := func(name string) Pos {
+		if m.written && own != nil && !own.all {
+			if _, ok := own.fields[name]; ok {
+				return at(name)
+			}
+		}
+		return m.base
+	}
+	switch field {
+	case "Route", "Method":
+		if r.kind == InPaths {
+			return b.at("paths", r.path)
+		}
+		return m.base
+	case "FingerprintInclude", "FingerprintExclude":
+		if f := m.fingerprint; f != nil && f == own.fingerprint {
+			return f.pos
+		}
+		return m.base
+	case "Key", "KeyName", "KeyFields":
+		if k := m.key; k != nil && k == own.key {
+			if k.source == KeyFields {
+				return k.fieldsPos
+			}
+			return k.namePos
+		}
+		return m.base
+	case "TTL":
+		return m.durationPos("ttl", "lease")
+	case "Lease":
+		return m.durationPos("lease")
+	case "Wait":
+		return m.durationPos("wait")
+	case "ReplayHeaders":
+		return written("replay-headers")
+	case "Save":
+		return written("save")
+	case "MaxResponseBytes":
+		return written("max-response-bytes")
+	case "MaxRequestBytes":
+		return written("max-request-bytes")
+	case "Transactional":
+		return written("transactional")
+	case "Principal", "Challenges":
+		return written("principal")
+	}
+	return m.base
 }
 
 // safeMethod reports the methods RFC 9110 §9.2.1 defines as safe.
@@ -154,6 +232,9 @@ func safeMethod(method string) bool {
 // checkFields reports key.fields paths the JSON request body lacks.
 func (b *builder) checkFields(r *opRef, fields []string, pos Pos) {
 	schemas := jsonBodySchemas(r.op)
+	if len(schemas) == 0 && b.bodyRefCycle(r) {
+		return
+	}
 	if len(schemas) == 0 {
 		b.d.add(pos, "%s.key.fields: operation %s has no JSON request body to take the fields from", extOp, describeRef(r))
 		return
@@ -174,6 +255,9 @@ func (b *builder) checkPointers(r *opRef, f *fingerprintSpec, pos Pos) {
 		where, list, effect = extOp+".fingerprint.exclude", f.exclude, "leaves nothing out"
 	}
 	schemas := jsonBodySchemas(r.op)
+	if len(schemas) == 0 && b.bodyRefCycle(r) {
+		return
+	}
 	if len(schemas) == 0 {
 		b.d.add(pos, "%s: operation %s has no JSON request body; include and exclude select parts of a JSON body, so they would have no effect (%s)",
 			where, describeRef(r), bodyKinds(r.op))
@@ -199,18 +283,142 @@ func bodyKinds(op *openapi3.Operation) string {
 	return "its " + strings.Join(types, ", ") + " body is fingerprinted whole"
 }
 
-// declaresParam reports whether r (or its path item) declares the key's
-// header or query parameter.
-func declaresParam(r *opRef, k *keySpec) bool {
-	return slices.ContainsFunc(r.params(), func(p *openapi3.Parameter) bool {
-		switch k.source {
-		case KeyHeader:
-			return p.In == openapi3.ParameterInHeader && strings.EqualFold(p.Name, k.name)
-		case KeyQuery:
-			return p.In == openapi3.ParameterInQuery && p.Name == k.name
+// keyParam returns the parameter of r (or its path item) that the key's
+// header or query parameter is, or nil.
+func keyParam(r *opRef, k *keySpec) *openapi3.ParameterRef {
+	for _, list := range []openapi3.Parameters{r.op.Parameters, r.item.Parameters} {
+		for _, p := range list {
+			if p != nil && p.Value != nil && sameParam(p.Value, k.source, k.name) {
+				return p
+			}
 		}
-		return false
-	})
+	}
+	return nil
+}
+
+// sameParam reports whether p is the key's parameter: a header named the
+// same but for case, or a query parameter named exactly the same.
+func sameParam(p *openapi3.Parameter, src KeySource, name string) bool {
+	switch src {
+	case KeyHeader:
+		return p.In == openapi3.ParameterInHeader && strings.EqualFold(p.Name, name)
+	case KeyQuery:
+		return p.In == openapi3.ParameterInQuery && p.Name == name
+	}
+	return false
+}
+
+// paramIn is the OpenAPI location of a header or query key.
+func paramIn(src KeySource) string {
+	if src == KeyQuery {
+		return openapi3.ParameterInQuery
+	}
+	return openapi3.ParameterInHeader
+}
+
+// checkKeyParam compares the key's header or query parameter with the
+// parameters r declares. A declared parameter the key name is a likely
+// misspelling of is an error: clients built from the spec send that one,
+// and the middleware, reading the annotation's, answers every request
+// 400. An undeclared key, and a declared one the annotation requires
+// while the spec says it is optional, are warnings: the middleware does
+// what the annotation says, and idemgen spec publishes the contract
+// corrected (the parameter added, or marked required).
+func (b *builder) checkKeyParam(r *opRef, o *Operation, k *keySpec, pos Pos) {
+	in := paramIn(k.source)
+	p := keyParam(r, k)
+	if p == nil {
+		var declared []string
+		for _, v := range r.params() {
+			if v.In == in {
+				declared = append(declared, v.Name)
+			}
+		}
+		if meant := suggestParam(k.name, declared); meant != "" {
+			b.d.add(pos, "%s.key.%s: %s declares no %s parameter %s (did you mean %s, which it declares?): clients built from the spec send %s, and the middleware would answer every request without %s with 400",
+				extOp, in, describeRef(r), in, k.name, meant, meant, k.name)
+			return
+		}
+		b.w.addAs(SeverityWarning, pos, "%s.key.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s; idemgen spec publishes it)",
+			extOp, in, describeRef(r), in, k.name, in)
+		return
+	}
+	b.checkOptionalKey(r, o, p, in)
+}
+
+// checkOptionalKey notes p, r's key parameter, when the spec declares it
+// optional and the annotation requires it.
+func (b *builder) checkOptionalKey(r *opRef, o *Operation, p *openapi3.ParameterRef, in string) {
+	if !p.Value.Required && !o.Optional {
+		at := b.paramPos(r, p)
+		b.optionalKeys[at] = append(b.optionalKeys[at], optionalKey{r: r, in: in, name: p.Value.Name})
+	}
+}
+
+// optionalKey is an operation whose annotation requires a key that the
+// spec declares optional, for the warning (one per declaration).
+type optionalKey struct {
+	r        *opRef
+	in, name string
+}
+
+// reportOptionalKeys warns, once per parameter declaration, about the key
+// parameters declared optional that the annotations require.
+func (b *builder) reportOptionalKeys() {
+	for at, list := range b.optionalKeys {
+		ops := make([]string, len(list))
+		for i, x := range list {
+			ops[i] = describeRef(x.r)
+		}
+		slices.Sort(ops)
+		what := ops[0]
+		if len(ops) > 1 {
+			what = fmt.Sprintf("%d operations (%s)", len(ops), strings.Join(ops, ", "))
+		}
+		b.w.addAs(SeverityWarning, at, "the %s parameter %s is declared optional (no required: true), but %s requires it on %s: a client that leaves it out gets 400; declare it required (idemgen spec publishes it required), or write required: false in the annotation if a request without a key should run unprotected",
+			list[0].in, list[0].name, extOp, what)
+	}
+}
+
+// paramPos is where the declaration of p, a parameter of r, is written:
+// its required key (or the parameter) in the components it names, else
+// the parameters of the operation or path item.
+func (b *builder) paramPos(r *opRef, p *openapi3.ParameterRef) Pos {
+	fallback := b.at(r.field("parameters")...)
+	if !slices.Contains(r.op.Parameters, p) {
+		fallback = b.at(append(slices.Clone(r.keys[:len(r.keys)-1]), "parameters")...)
+	}
+	if frag, ok := strings.CutPrefix(p.Ref, "#/"); ok && p.Ref != "" {
+		keys := pointerKeys(frag)
+		at := b.at(append(keys, "required")...)
+		if at.Line == 0 || at.File != fallback.File {
+			return fallback
+		}
+		return at
+	}
+	return fallback
+}
+
+// suggestParam returns the declared parameter name that name is a likely
+// misspelling of: the same but for case and separators (request_id,
+// requestId, Request-Id), or within two edits.
+func suggestParam(name string, declared []string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(s))
+	}
+	for _, d := range declared {
+		if norm(d) == norm(name) {
+			return d
+		}
+	}
+	lower := make([]string, len(declared))
+	for i, d := range declared {
+		lower[i] = strings.ToLower(d)
+	}
+	if s := suggest(strings.ToLower(name), lower); s != "" {
+		return declared[slices.Index(lower, s)]
+	}
+	return ""
 }
 
 // checkSharedIDs reports an operationId shared by an annotated operation

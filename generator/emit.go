@@ -64,16 +64,22 @@ func emitPolicies(m *Model, version string) ([]byte, error) {
 		f.Comment("Webhooks and callbacks have no route of their own: wrap their handlers")
 		f.Comment("with their Wrap functions instead.")
 	}
+	// Middleware and CheckCoverage take their policies from Policies: all
+	// of them, or, when some are webhooks' or callbacks', routedPolicies.
+	// With none routed, there is nothing to serve.
+	served := jen.Id("Policies").Call()
+	mwArgs := []jen.Code{jen.Id("opts"), served.Clone().Op("...")}
+	switch {
+	case len(routed) == 0:
+		served, mwArgs = jen.Nil(), []jen.Code{jen.Id("opts")}
+	case len(unrouted) > 0:
+		served = jen.Id("routedPolicies").Call()
+		mwArgs = []jen.Code{jen.Id("opts"), served.Clone().Op("...")}
+	}
 	f.Func().Id("Middleware").Params(jen.Id("opts").Qual(runtimePath, "Options")).Params(
 		jen.Func().Params(jen.Qual("net/http", "Handler")).Qual("net/http", "Handler"), jen.Error(),
 	).Block(
-		jen.Return(jen.Qual(runtimePath, "NewMiddleware").CallFunc(func(g *jen.Group) {
-			g.Line().Id("opts")
-			for _, o := range routed {
-				g.Line().Id(o.GoName + "Policy")
-			}
-			g.Line()
-		})),
+		jen.Return(jen.Qual(runtimePath, "NewMiddleware").Call(mwArgs...)),
 	)
 
 	f.Line()
@@ -89,19 +95,29 @@ func emitPolicies(m *Model, version string) ([]byte, error) {
 	f.Func().Id("CheckCoverage").Params(
 		jen.Id("h").Qual("net/http", "Handler"), jen.Id("opts").Qual(runtimePath, "CoverageOptions"),
 	).Error().Block(
-		jen.Return(jen.Qual(runtimePath, "CheckCoverage").Call(
-			jen.Id("h"),
-			jen.Index().Op("*").Qual(runtimePath, "Policy").ValuesFunc(func(g *jen.Group) {
-				for _, o := range routed {
-					g.Line().Id(o.GoName + "Policy")
-				}
-				if len(routed) > 0 {
-					g.Line()
-				}
-			}),
-			jen.Id("opts"),
-		)),
+		jen.Return(jen.Qual(runtimePath, "CheckCoverage").Call(jen.Id("h"), served.Clone(), jen.Id("opts"))),
 	)
+
+	if len(unrouted) > 0 && len(routed) > 0 {
+		f.Line()
+		f.Comment("routedPolicies returns the policies of Policies that have a route of their own:")
+		f.Comment("all but those of the webhooks and callbacks.")
+		f.Func().Id("routedPolicies").Params().Index().Op("*").Qual(runtimePath, "Policy").Block(
+			jen.Return(jen.Qual("slices", "DeleteFunc").Call(
+				jen.Id("Policies").Call(),
+				jen.Func().Params(jen.Id("p").Op("*").Qual(runtimePath, "Policy")).Bool().Block(
+					jen.Switch(jen.Id("p")).Block(
+						jen.CaseFunc(func(g *jen.Group) {
+							for _, o := range unrouted {
+								g.Id(o.GoName + "Policy")
+							}
+						}).Block(jen.Return(jen.True())),
+					),
+					jen.Return(jen.False()),
+				),
+			)),
+		)
+	}
 
 	for _, o := range m.Operations {
 		f.Line()

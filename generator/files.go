@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ type specFiles struct {
 	// those reports.
 	loadText map[*source][]byte
 	repeats  Diagnostics
+	// unrefs are the $refs the loader could not follow, reported and
+	// hidden from it (see unref).
+	unrefs Diagnostics
 }
 
 func newSpecFiles(cfg Config, data []byte) *specFiles {
@@ -243,6 +247,7 @@ func (fs *specFiles) loadErrors(err error) Diagnostics {
 		ds = Diagnostics{{Pos: fs.fragmentPos(err.Error()), Msg: prefix + err.Error()}}
 	}
 	for i := range ds {
+		ds[i].Cause = err
 		if s := fs.byName[filepath.Clean(ds[i].Pos.File)]; s != nil && ds[i].Pos.Line > 0 {
 			ds[i].Frame = s.frame(ds[i].Pos)
 		}
@@ -323,4 +328,136 @@ func (fs *specFiles) fragmentPos(msg string) Pos {
 		}
 	}
 	return Pos{File: fs.main.name}
+}
+
+// unref handles a load error caused by $refs the loader cannot follow (a
+// file that is missing or refused, a fragment that names nothing): it
+// reports every $ref in the spec's files that names the same target, each
+// where it is written, and hides them from the loader (their key becomes
+// an extension, x-rf, of the same length, so every position stays), so
+// that the next load attempt goes on and finds the document's other
+// problems. False when err is anything else or no such $ref is found.
+func (fs *specFiles) unref(err error) bool {
+	var re *refError
+	type site struct {
+		s   *source
+		off int
+	}
+	var sites []site
+	msg := ""
+	switch {
+	case errors.As(err, &re):
+		msg = re.msg
+		for _, s := range fs.read {
+			for _, ref := range refSpellings(s, re.target) {
+				for _, off := range s.findRefs(ref) {
+					sites = append(sites, site{s, off})
+				}
+			}
+		}
+	default:
+		m := fragmentInError.FindAllStringSubmatch(err.Error(), -1)
+		if len(m) == 0 {
+			return false
+		}
+		ref := m[len(m)-1][1]
+		msg = "$ref " + ref + ": " + err.Error()
+		for _, s := range fs.read {
+			for _, off := range s.findRefs(ref) {
+				sites = append(sites, site{s, off})
+			}
+		}
+	}
+	n := 0
+	for _, st := range sites {
+		key := refKeyBefore(st.s.text, st.off)
+		if key < 0 {
+			continue
+		}
+		text, ok := fs.loadText[st.s]
+		if !ok {
+			text = bytes.Clone(st.s.text)
+		}
+		if string(text[key:key+4]) != "$ref" {
+			continue // hidden already
+		}
+		copy(text[key:], "x-rf")
+		fs.setLoadText(st.s, text)
+		p := st.s.pos(st.off)
+		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.frame(p), Cause: err})
+		n++
+	}
+	return n > 0
+}
+
+// refSpellings are the ways a $ref in s may name the file target (as the
+// loader resolved it): relative to s's folder, with or without ./, or
+// absolute, as a path or a file:// URL.
+func refSpellings(s *source, target string) []string {
+	if isRemote(target) {
+		return []string{target}
+	}
+	var out []string
+	if rel, err := filepath.Rel(filepath.Dir(s.name), target); err == nil {
+		out = append(out, filepath.ToSlash(rel))
+	}
+	if abs, err := filepath.Abs(target); err == nil {
+		out = append(out, "file://"+filepath.ToSlash(abs), filepath.ToSlash(abs))
+	}
+	return out
+}
+
+// findRefs returns the offsets of every $ref value in s that is ref, or
+// ref followed by a fragment (quoted or not, with ./ before a relative
+// path or not): where the value (its opening quote) starts.
+func (s *source) findRefs(ref string) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, q := range []string{`"`, `'`, ` `, `"./`, `'./`, ` ./`} {
+		needle := []byte(q + ref)
+		for from := 0; ; {
+			i := bytes.Index(s.text[from:], needle)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + 1
+			end := i + len(needle)
+			if end < len(s.text) && strings.IndexByte("\"'#\r\n ,}", s.text[end]) < 0 {
+				continue // a longer name
+			}
+			if q[0] == ' ' {
+				i++
+			}
+			if !seen[i] && refKeyBefore(s.text, i) >= 0 {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refKeyBefore returns the offset of the $ref key whose value starts at
+// off ($ref: x, "$ref": "x", {$ref: 'x'}), or -1.
+func refKeyBefore(t []byte, off int) int {
+	i := off - 1
+	for i >= 0 && (t[i] == ' ' || t[i] == '\t') {
+		i--
+	}
+	if i < 0 || t[i] != ':' {
+		return -1
+	}
+	i--
+	for i >= 0 && (t[i] == ' ' || t[i] == '\t') {
+		i--
+	}
+	if i >= 0 && (t[i] == '"' || t[i] == '\'') {
+		i--
+	}
+	if i >= 3 && string(t[i-3:i+1]) == "$ref" {
+		return i - 3
+	}
+	return -1
 }

@@ -38,6 +38,13 @@ type builder struct {
 	// unannotated are the mutating operations under paths without any
 	// x-idempotent (not even false), for Lint.
 	unannotated []Diagnostic
+	// optOuts are the operations deliberately left unprotected, and
+	// optOutReasons those that say why.
+	optOuts       []*OptOut
+	optOutReasons map[*opRef]string
+	// optionalKeys are the operations whose annotation requires a key
+	// the spec declares optional, by the place of the declaration.
+	optionalKeys map[Pos][]optionalKey
 	// advice are Lint's warnings about the spec that generation does not
 	// depend on (a key parameter the operation does not declare).
 	advice diags
@@ -67,11 +74,12 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 		*b = fresh
 		b.run()
 	}
-	if err := b.d.err(); err != nil {
-		return nil, nil, err
+	if len(b.d.list) > 0 {
+		// Every finding of the run, the warnings with the errors.
+		return nil, nil, slices.Concat(b.d.list, b.w.list).sorted()
 	}
 	slices.SortFunc(b.ops, func(x, y *Operation) int { return strings.Compare(x.GoName, y.GoName) })
-	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops}, b.w.list.sorted(), nil
+	return &Model{Package: cfg.Package, SpecName: filepath.Base(cfg.Spec), Operations: b.ops, OptOuts: b.optOuts}, b.w.list.sorted(), nil
 }
 
 // load loads the document, and the files its $refs name, and returns a
@@ -96,11 +104,11 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 		if err == nil {
 			break
 		}
-		if attempts == maxDedupes || !files.dedupe(err) {
-			return nil, append(files.loadErrors(err), files.repeats...).sorted()
+		if attempts == maxDedupes || !files.dedupe(err) && !files.unref(err) {
+			return nil, slices.Concat(files.loadErrors(err), files.repeats, files.unrefs).sorted()
 		}
 	}
-	dups := diags{list: slices.Clip(files.repeats)}
+	dups := diags{list: slices.Concat(files.repeats, files.unrefs)}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		// A Swagger 2.0 document (or any other) decodes to an empty one.
 		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
@@ -120,8 +128,8 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 }
 
 // maxDedupes bounds the load attempts after YAML's duplicate keys (one
-// per file).
-const maxDedupes = 16
+// per file) and $refs that cannot be followed (one target each).
+const maxDedupes = 32
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on
 // malformed input) into errors.
@@ -183,6 +191,8 @@ func (b *builder) run() {
 	if _, ok := b.doc.Extensions[extOp]; ok {
 		b.d.add(b.at(extOp), "%s belongs on an operation; document-wide defaults go in %s", extOp, extDefaults)
 	}
+	b.checkExtNames(b.doc.Extensions, nil, "the document root", extEffect(false))
+	b.checkMisplacedDefaults()
 	b.refs = nil
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
@@ -195,6 +205,10 @@ func (b *builder) run() {
 			}
 		}
 	}
+	if b.doc.Paths != nil {
+		b.checkPathItemCycles(b.doc.Paths.Map(), "paths")
+	}
+	b.checkPathItemCycles(b.doc.Webhooks, "webhooks")
 	for _, name := range slices.Sorted(maps.Keys(b.doc.Webhooks)) {
 		keys := []string{"webhooks", name}
 		b.checkPathItem(b.doc.Webhooks[name], keys)
@@ -205,6 +219,8 @@ func (b *builder) run() {
 	}
 	byName := map[string]*Operation{}
 	b.annotated = map[*opRef]bool{}
+	b.optionalKeys = map[Pos][]optionalKey{}
+	b.optOuts, b.optOutReasons = nil, map[*opRef]string{}
 	for _, r := range b.refs {
 		op := b.operation(r)
 		if op == nil {
@@ -220,6 +236,7 @@ func (b *builder) run() {
 	}
 	b.checkSharedIDs()
 	b.checkRoutes()
+	b.reportOptionalKeys()
 }
 
 // checkPathItem reports annotations put on a path item instead of its
@@ -233,6 +250,7 @@ func (b *builder) checkPathItem(item *openapi3.PathItem, keys []string) {
 			b.d.add(b.at(append(slices.Clip(keys), ext)...), "%s belongs on an operation (post, put...), not on its path item", ext)
 		}
 	}
+	b.checkExtNames(item.Extensions, keys, "a path item", extEffect(false))
 }
 
 // checkRoutes reports path templates the runtime could not match, and two
@@ -241,8 +259,8 @@ func (b *builder) checkPathItem(item *openapi3.PathItem, keys []string) {
 func (b *builder) checkRoutes() {
 	claimed := map[string]*Operation{}
 	for _, o := range b.ops {
-		if !o.Routed() {
-			continue
+		if !o.Routed() || strings.ContainsAny(o.Path, "?#") {
+			continue // a query string is reported with the operation
 		}
 		shape, err := idemrt.RouteShape(o.Path)
 		if err != nil {
@@ -311,6 +329,18 @@ func callbackOps(parent *opRef) []*opRef {
 	return out
 }
 
+// pathQuery returns the query string or fragment a path key under paths
+// holds ("?beta=true"), or "".
+func pathQuery(r *opRef) string {
+	if r.kind != InPaths {
+		return ""
+	}
+	if i := strings.IndexAny(r.path, "?#"); i >= 0 {
+		return r.path[i:]
+	}
+	return ""
+}
+
 func mutating(method string) bool {
 	switch method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
@@ -322,6 +352,8 @@ func mutating(method string) bool {
 // operation decodes and resolves one operation's annotation; nil when it
 // has none, is x-idempotent: false, or has errors.
 func (b *builder) operation(r *opRef) *Operation {
+	errsBefore := len(b.d.list)
+	b.checkExtNames(r.op.Extensions, r.keys, "operation "+describeRef(r), extEffect(true))
 	if _, ok := r.op.Extensions[extDefaults]; ok {
 		b.d.add(b.at(r.field(extDefaults)...), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
 	}
@@ -331,12 +363,17 @@ func (b *builder) operation(r *opRef) *Operation {
 	}
 	base := b.at(r.field(extOp)...)
 	if !ok {
-		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Msg: fmt.Sprintf(
+		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Severity: SeverityFinding, Msg: fmt.Sprintf(
 			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
 		if b.cfg.AnnotateMutating == nil {
 			return nil
 		}
 		if b.streamingSkipped(r) {
+			return nil
+		}
+		if q := pathQuery(r); q != "" {
+			b.w.addAs(SeverityWarning, b.at("paths", r.path), "-annotate-mutating: %s%s left unannotated: its path key holds a query string or fragment (%s), which no request's path does, so its policy could never match",
+				describeRef(r), opIDSuffix(r.op.OperationID), q)
 			return nil
 		}
 		raw, base = b.cfg.AnnotateMutating, b.at(r.keys...)
@@ -348,9 +385,18 @@ func (b *builder) operation(r *opRef) *Operation {
 	if !ok {
 		at = func(...string) Pos { return base }
 	}
+	if m, isMap := raw.(map[string]any); ok && isMap && m[optOutField] != nil {
+		b.optOut(r, m, at)
+		return nil
+	}
 	a := decodeAnnotation(extOp, raw, at, &b.d)
 	if a == nil {
+		b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Pos: base})
 		return nil
+	}
+	if q := pathQuery(r); q != "" {
+		b.d.add(b.at("paths", r.path), "%s %s%s: the path key holds a query string or fragment (%s), which no request's path does: the policy would never match and the route would run unprotected; write the path without it (%s), one path per route",
+			r.method, r.path, opIDSuffix(r.op.OperationID), q, strings.TrimSuffix(r.path, q))
 	}
 
 	o := &Operation{
@@ -453,7 +499,7 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Principal = PrincipalAuth
 		}
 	} else if anonFrom != "" && b.secured(r) {
-		b.w.add(anonAt, "warning: %s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
+		b.w.addAs(SeverityWarning, anonAt, "%s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
 			extOp, anonFrom, describeRef(r))
 	}
 	if o.Principal == PrincipalAuth {
@@ -463,10 +509,42 @@ func (b *builder) operation(r *opRef) *Operation {
 	if r.kind == InPaths {
 		o.BasePaths = b.basePaths(r)
 	}
+	if len(b.d.list) == errsBefore {
+		// What the middleware would refuse that the checks above let
+		// through: the runtime's own validators decide.
+		b.checkRuntime(r, o, m, at)
+	}
 	// An operation with errors is returned too, so that its name and
 	// route are checked against the others in the same run (the model is
 	// not emitted when there are errors).
 	return o
+}
+
+// optOutField is the field of an opt-out with its reason:
+// x-idempotent: {opt-out: "a repeat of this DELETE answers 204"}.
+const optOutField = "opt-out"
+
+// optOut decodes an opt-out with a reason: the field alone, a non-empty
+// string. It leaves the operation unprotected, as x-idempotent: false
+// does, and silences Lint's findings about it.
+func (b *builder) optOut(r *opRef, m map[string]any, at locator) {
+	bad := false
+	for _, name := range sortedKeys(m) {
+		if name != optOutField {
+			b.d.add(at(name), "%s.%s: an opt-out takes no other field (it leaves the operation unprotected); remove %s, or the opt-out", extOp, name, name)
+			bad = true
+		}
+	}
+	reason, isString := m[optOutField].(string)
+	if !isString || strings.TrimSpace(reason) == "" {
+		b.d.add(at(optOutField), "%s.%s: want the reason the operation needs no protection, a non-empty string, got %s", extOp, optOutField, describe(m[optOutField]))
+		bad = true
+	}
+	if bad {
+		return
+	}
+	b.optOutReasons[r] = reason
+	b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Reason: reason, Pos: at(optOutField)})
 }
 
 func (b *builder) goName(r *opRef) string {

@@ -1,6 +1,10 @@
 package generator
 
-import "time"
+import (
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
 
 // The typed model: what the emitters read. It is built once from the spec
 // and its annotations and never refers back to kin-openapi types, so the
@@ -14,6 +18,20 @@ type Model struct {
 	SpecName string
 	// Operations are sorted by GoName.
 	Operations []*Operation
+	// OptOuts are the operations marked x-idempotent: false, or opted out
+	// with a reason (x-idempotent: {opt-out: reason}), in document order.
+	OptOuts []*OptOut
+}
+
+// OptOut is an operation deliberately left unprotected.
+type OptOut struct {
+	Kind        OpKind
+	Method      string
+	Path        string
+	OperationID string
+	// Reason is the opt-out's reason; empty for x-idempotent: false.
+	Reason string
+	Pos    Pos
 }
 
 // OpKind says where in the document an operation is declared.
@@ -121,3 +139,35 @@ type Operation struct {
 // Routed reports whether the operation is served at a route of its own,
 // so that Middleware can match it.
 func (o *Operation) Routed() bool { return o.Kind == InPaths }
+
+// Policy is the idemrt.Policy the emitter writes for o: what the runtime
+// validates and runs.
+func (o *Operation) Policy() *idemrt.Policy {
+	p := &idemrt.Policy{
+		OperationID:        o.ID,
+		Method:             o.Method,
+		Route:              "/",
+		BasePaths:          o.BasePaths,
+		Scope:              o.Scope,
+		Key:                idemrt.KeySource(o.Key),
+		KeyName:            o.KeyName,
+		KeyFields:          o.KeyFields,
+		Optional:           o.Optional,
+		Principal:          idemrt.PrincipalMode(o.Principal),
+		Challenges:         o.Challenges,
+		FingerprintInclude: o.FingerprintIn,
+		FingerprintExclude: o.FingerprintEx,
+		TTL:                o.TTL,
+		Lease:              o.Lease,
+		Wait:               o.Wait,
+		ReplayHeaders:      o.ReplayHeaders,
+		Save:               idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
+		MaxResponseBytes:   o.MaxResponse,
+		MaxRequestBytes:    o.MaxRequest,
+		Transactional:      o.Transactional,
+	}
+	if o.Routed() {
+		p.Route = o.Path
+	}
+	return p
+}

@@ -116,6 +116,8 @@ type publisher struct {
 	notes   diags
 	// quote is the style of the spec's status code keys ('201').
 	quote yaml.Style
+	// required are the key parameters published as required.
+	required map[*yaml.Node]bool
 }
 
 func (p *publisher) pos(n *yaml.Node) Pos {
@@ -126,7 +128,7 @@ func (p *publisher) pos(n *yaml.Node) Pos {
 }
 
 func (p *publisher) note(n *yaml.Node, format string, args ...any) {
-	p.notes.add(p.pos(n), "note: "+format, args...)
+	p.notes.addAs(SeverityNote, p.pos(n), format, args...)
 }
 
 // plan computes the actions: one per operation, then the components.
@@ -193,7 +195,7 @@ func (p *publisher) locate(o *Operation) (*yaml.Node, string) {
 func (p *publisher) operation(o *Operation) bool {
 	n, path := p.locate(o)
 	if n == nil || n.Kind != yaml.MappingNode {
-		p.notes.add(o.Pos, "note: operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
+		p.notes.addAs(SeverityNote, o.Pos, "operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
 		return false
 	}
 	up := mapNode()
@@ -231,12 +233,14 @@ func (p *publisher) keyParameter(o *Operation, op *yaml.Node, path string) *yaml
 		return nil
 	}
 	item := p.parentItem(path)
-	for _, list := range []*yaml.Node{get(op, "parameters"), get(item, "parameters")} {
+	itemPath := path[:strings.LastIndexAny(path, ".[")]
+	for i, list := range []*yaml.Node{get(op, "parameters"), get(item, "parameters")} {
 		if list == nil {
 			continue
 		}
-		for _, c := range list.Content {
-			v, _ := deref(p.root, c, "")
+		listPath := []string{path, itemPath}[i] + ".parameters"
+		for j, c := range list.Content {
+			v, vpath := deref(p.root, c, fmt.Sprintf("%s[%d]", listPath, j))
 			if v == nil {
 				continue
 			}
@@ -245,6 +249,10 @@ func (p *publisher) keyParameter(o *Operation, op *yaml.Node, path string) *yaml
 				continue
 			}
 			if name.Value == o.KeyName || in == "header" && textproto.CanonicalMIMEHeaderKey(name.Value) == textproto.CanonicalMIMEHeaderKey(o.KeyName) {
+				if req := get(v, "required"); !o.Optional && (req == nil || req.Value != "true") {
+					p.requireKey(o, c, v, vpath, in)
+					return nil
+				}
 				p.note(c, "%s: the key parameter %s (%s) is declared: left as is", describeOp(o), o.KeyName, in)
 				return nil
 			}
@@ -257,6 +265,28 @@ func (p *publisher) keyParameter(o *Operation, op *yaml.Node, path string) *yaml
 		"description", keyParamDescription,
 		"schema", mapNode("type", "string", "minLength", intNode(1), "maxLength", intNode(idemrt.MaxKeyLength)),
 	)
+}
+
+// requireKey marks required the key parameter v (at vpath, written as c
+// in the operation's list) that the spec declares optional while the
+// operation's policy requires it: the published contract then says what
+// the middleware does. A parameter shared through components is changed
+// once.
+func (p *publisher) requireKey(o *Operation, c, v *yaml.Node, vpath, in string) {
+	if p.required == nil {
+		p.required = map[*yaml.Node]bool{}
+	}
+	if p.required[v] {
+		return
+	}
+	p.required[v] = true
+	p.note(c, "%s: the key parameter %s (%s) is declared optional, and the middleware requires it: published as required", describeOp(o), o.KeyName, in)
+	p.actions = append(p.actions, action{
+		target:      vpath,
+		description: fmt.Sprintf("the key parameter %s (%s) is required", o.KeyName, in),
+		node:        v,
+		update:      mapNode("required", true),
+	})
 }
 
 // parentItem returns the path item holding the operation at path (the
@@ -415,6 +445,16 @@ func (p *publisher) responses(o *Operation, have *yaml.Node) *yaml.Node {
 		}
 		merge := mapNode()
 		var added []string
+		// The spec's own answer and the wrapper's share the status: the
+		// description says both (a business 409 and "in progress, retry").
+		if desc := get(old, "description"); desc == nil || !strings.Contains(desc.Value, "Idempotency: ") {
+			text := pr.description()
+			if desc != nil && strings.TrimSpace(desc.Value) != "" {
+				text = strings.TrimRight(desc.Value, "\n ") + "\n\n" + text
+			}
+			set(merge, "description", strNode(text))
+			added = append(added, "the idempotency layer's description")
+		}
 		if get(get(old, "content"), problemMediaType) == nil {
 			set(merge, "content", problemContent())
 			added = append(added, problemMediaType)

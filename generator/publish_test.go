@@ -61,8 +61,8 @@ func TestPublishMergesAndLeaves(t *testing.T) {
 	}
 	notes := pub.Notes.Error()
 	for _, want := range []string{
-		"shop.yaml:16:9: note: POST /carts (createCart) 422: the spec defines this response: merged (added application/problem+json)",
-		"shop.yaml:21:9: note: POST /carts (createCart) 409: the spec's response already has application/problem+json: left as is",
+		"shop.yaml:16:9: note: POST /carts (createCart) 422: the spec defines this response: merged (added the idempotency layer's description and application/problem+json)",
+		"shop.yaml:21:9: note: POST /carts (createCart) 409: the spec defines this response: merged (added the idempotency layer's description)",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
@@ -82,6 +82,19 @@ func TestPublishMergesAndLeaves(t *testing.T) {
 	}
 	if r := cart.Responses.Value("422").Value; r.Content.Get("application/json") == nil || r.Content.Get("application/problem+json") == nil {
 		t.Errorf("422 was not merged: %+v", r.Content)
+	}
+	// The business 409 and the wrapper's "in progress" 409 share the
+	// status: the published description says both.
+	if d := *cart.Responses.Value("409").Value.Description; !strings.HasPrefix(d, "taken\n\nIdempotency: A request with the same idempotency key is still in progress") {
+		t.Errorf("409's description was not merged: %q", d)
+	}
+	republished, err := Publish(ctx, Config{Spec: "shop.yaml", SpecData: pub.Data}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inProgress = "Idempotency: A request with the same idempotency key is still in progress"
+	if got, want := strings.Count(string(republished.Data), inProgress), strings.Count(string(pub.Data), inProgress); got != want {
+		t.Errorf("publishing the published spec: %d in-progress descriptions, want %d (merged again)", got, want)
 	}
 	if r := cart.Responses.Value("5XX").Value; r.Headers["Idempotent-Replayed"] != nil {
 		t.Errorf("5XX is not saved by default, but got Idempotent-Replayed")
@@ -144,5 +157,80 @@ func TestPublishLeavesUnannotated(t *testing.T) {
 	}
 	if string(pub.Data) != spec {
 		t.Errorf("changed:\n%s", pub.Data)
+	}
+}
+
+// TestPublishRequiresOptionalKey: a key parameter the spec declares
+// optional while the annotation requires it is published as required,
+// once for a shared component, with a note at each operation; one the
+// annotation makes optional is left as is.
+func TestPublishRequiresOptionalKey(t *testing.T) {
+	const spec = `openapi: 3.0.3
+info: {title: keys, version: "1"}
+paths:
+  /payments:
+    post:
+      operationId: createPayment
+      x-idempotent: true
+      parameters:
+        - $ref: '#/components/parameters/Key'
+      responses:
+        "201": {description: created}
+  /refunds:
+    post:
+      operationId: createRefund
+      x-idempotent: true
+      parameters:
+        - $ref: '#/components/parameters/Key'
+      responses:
+        "201": {description: created}
+  /orders:
+    post:
+      operationId: createOrder
+      x-idempotent: {key: {header: X-Order-Key}}
+      parameters:
+        - {name: X-Order-Key, in: header, schema: {type: string}}
+      responses:
+        "201": {description: created}
+  /carts:
+    post:
+      operationId: createCart
+      x-idempotent: {required: false}
+      parameters:
+        - {name: Idempotency-Key, in: header, required: false, schema: {type: string}}
+      responses:
+        "201": {description: created}
+components:
+  parameters:
+    Key: {name: Idempotency-Key, in: header, required: false, schema: {type: string}}
+`
+	pub, err := Publish(context.Background(), Config{Spec: "keys.yaml", SpecData: []byte(spec)}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(pub.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Components.Parameters["Key"].Value.Required {
+		t.Errorf("the shared key parameter was not published as required")
+	}
+	if p := doc.Paths.Value("/orders").Post.Parameters.GetByInAndName("header", "X-Order-Key"); p == nil || !p.Required {
+		t.Errorf("the inline key parameter was not published as required: %+v", p)
+	}
+	if p := doc.Paths.Value("/carts").Post.Parameters.GetByInAndName("header", "Idempotency-Key"); p == nil || p.Required {
+		t.Errorf("the optional key of required: false was changed: %+v", p)
+	}
+	n := 0
+	for _, d := range pub.Notes {
+		if strings.Contains(d.Msg, "published as required") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d notes of a parameter published as required, want 2 (the component once, the inline one):\n%v", n, pub.Notes)
+	}
+	if len(pub.Warnings) != 2 {
+		t.Errorf("warnings %v, want 2 (one per declaration)", pub.Warnings)
 	}
 }

@@ -9,36 +9,8 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// policyOf builds the idemrt.Policy that the emitter writes for o, so that
-// tests can hand a whole model to the runtime without compiling it.
-func policyOf(o *Operation) *idemrt.Policy {
-	p := &idemrt.Policy{
-		OperationID:        o.ID,
-		Method:             o.Method,
-		Route:              "/",
-		BasePaths:          o.BasePaths,
-		Scope:              o.Scope,
-		Key:                idemrt.KeySource(o.Key),
-		KeyName:            o.KeyName,
-		KeyFields:          o.KeyFields,
-		Optional:           o.Optional,
-		Principal:          idemrt.PrincipalMode(o.Principal),
-		FingerprintInclude: o.FingerprintIn,
-		FingerprintExclude: o.FingerprintEx,
-		TTL:                o.TTL,
-		Lease:              o.Lease,
-		Wait:               o.Wait,
-		ReplayHeaders:      o.ReplayHeaders,
-		Save:               idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
-		MaxResponseBytes:   o.MaxResponse,
-		MaxRequestBytes:    o.MaxRequest,
-		Transactional:      o.Transactional,
-	}
-	if o.Routed() {
-		p.Route = o.Path
-	}
-	return p
-}
+// policyOf is the policy the emitter writes for o.
+func policyOf(o *Operation) *idemrt.Policy { return o.Policy() }
 
 // startMiddleware checks that the runtime accepts every routed policy of m
 // at start-up (routes parse, no two operations claim the same requests,

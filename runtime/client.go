@@ -81,33 +81,52 @@ func (c *ClientOperation) SentKey(h http.Header, rawQuery string) (key string, n
 	return "", 0
 }
 
-// DerivedKey returns the key the server derives from the request for a
-// KeyFromFields operation (scope + ":" + the canonical values of the
-// fields) or a KeyFromBody one (a hash of the request), exactly as the
-// server does; ok is false for operations keyed by a header or query
-// parameter, and when the body lacks a key field (the server then answers
-// 400, or runs unprotected when the key is optional).
+// DerivedKey returns the key the server derives from a request without
+// Content-Encoding for a KeyFromFields operation (scope + ":" + the
+// canonical values of the fields) or a KeyFromBody one (a hash of the
+// request), exactly as the server does; ok is false for operations keyed by
+// a header or query parameter, and when the body lacks a key field (the
+// server then answers 400, or runs unprotected when the key is optional).
 func (c *ClientOperation) DerivedKey(rawQuery, contentType string, body []byte) (key string, ok bool) {
+	return c.derivedKey(rawQuery, contentType, nil, body)
+}
+
+// DerivedKeyOf is DerivedKey for a request with the header h: its first
+// Content-Type and every Content-Encoding value count, as the middleware
+// reads them (a body with a Content-Encoding has no fields key; it counts
+// as raw bytes in a body key).
+func (c *ClientOperation) DerivedKeyOf(h http.Header, rawQuery string, body []byte) (key string, ok bool) {
+	var ct string
+	if vs := h["Content-Type"]; len(vs) > 0 {
+		ct = vs[0]
+	}
+	return c.derivedKey(rawQuery, ct, h["Content-Encoding"], body)
+}
+
+func (c *ClientOperation) derivedKey(rawQuery, contentType string, encoding []string, body []byte) (key string, ok bool) {
 	op := c.op
 	switch op.key {
 	case KeyFromFields:
 		cz := getCanon()
 		defer putCanon(cz)
-		return fieldsKey(cz, op, contentType, body)
+		return fieldsKey(cz, op, contentType, encoding, body)
 	case KeyFromBody:
 		cz := getCanon()
 		defer putCanon(cz)
 		fp := cz.fingerprint(FingerprintVersion, &fpInput{method: c.method, route: op.route, params: c.params, rawQuery: rawQuery,
-			contentType: contentType, include: op.include, inc: op.includeToks}, body, op.exclude)
+			contentType: contentType, encoding: encoding, include: op.include, inc: op.includeToks}, body, op.exclude)
 		return bodyKey(fp), true
 	}
 	return "", false
 }
 
 // fieldsKey derives the key of a KeyFromFields operation from a JSON body;
-// ok is false when the body is not JSON or lacks a field.
-func fieldsKey(c *canonicalizer, op *operation, contentType string, body []byte) (string, bool) {
-	if mediaKind(contentType) != bodyJSON {
+// ok is false when the body is not JSON (or has a Content-Encoding: the
+// handler reads what its decompression makes of the bytes), lacks a field,
+// or has an object with two member names equal under encoding/json's case
+// folding.
+func fieldsKey(c *canonicalizer, op *operation, contentType string, encoding []string, body []byte) (string, bool) {
+	if mediaKind(contentType) != bodyJSON || encoding != nil {
 		return "", false
 	}
 	vals, ok := fieldsKeyValues(c, nil, body, op.keyFields)

@@ -51,132 +51,67 @@ var neverReplayed = map[string]bool{
 	"Content-Length": true, "Idempotent-Replayed": true,
 }
 
+// compile validates p (ValidatePolicy, in the engine's environment) and
+// returns it with its defaults applied.
 func (e *engine) compile(p *Policy) (*operation, error) {
 	if p == nil {
 		return nil, errors.New("idempotency: nil *Policy")
 	}
 	name := opName(p)
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("idempotency: operation %s: "+format, append([]any{name}, args...)...))
+	env := PolicyEnv{Principal: e.principal != nil, TxStore: e.txStore != nil, Store: e.store}
+	if errs := ValidatePolicy(p, env); len(errs) > 0 {
+		return nil, joinFieldErrs(name, errs)
 	}
+	return withDefaults(p, name), nil
+}
+
+// withDefaults returns the operation of a valid policy: the contract's
+// defaults in place of zero values, routes and pointers parsed, replay
+// headers canonical.
+func withDefaults(p *Policy, name string) *operation {
 	op := &operation{
 		name:          name,
 		method:        p.Method,
 		route:         p.Route,
-		scope:         p.Scope,
+		scope:         cmpOr(p.Scope, name),
 		optional:      p.Optional,
-		principal:     p.Principal,
-		ttl:           p.TTL,
-		lease:         p.Lease,
+		principal:     cmpOr(p.Principal, PrincipalAuth),
+		challenges:    slices.Clone(p.Challenges),
+		ttl:           cmpOr(p.TTL, DefaultTTL),
+		lease:         cmpOr(p.Lease, DefaultLease),
 		wait:          p.Wait,
-		save:          p.Save,
-		maxResp:       p.MaxResponseBytes,
-		maxReq:        p.MaxRequestBytes,
+		maxResp:       cmpOr(p.MaxResponseBytes, DefaultMaxResponseBytes),
+		maxReq:        cmpOr(p.MaxRequestBytes, DefaultMaxRequestBytes),
 		transactional: p.Transactional,
-	}
-	if p.Method == "" || !isToken(p.Method) || p.Method != strings.ToUpper(p.Method) {
-		bad("method %q is not an upper-case HTTP method", p.Method)
-	}
-	if op.scope == "" {
-		op.scope = name
+		key:           cmpOr(p.Key, KeyFromHeader),
+		keyName:       canonicalKeyName(p),
+		save:          p.Save,
 	}
 	// Routes.
-	if rp, err := parseRoute(p.Route); err != nil {
-		bad("%v", err)
-	} else {
-		op.paramNames = rp.paramNames
-		if len(p.BasePaths) == 0 {
-			op.patterns = []*routePattern{rp}
-		}
-		seen := map[string]bool{}
-		for _, b := range p.BasePaths {
-			b = strings.TrimSuffix(b, "/")
-			if b != "" && !strings.HasPrefix(b, "/") {
-				bad("base path %q does not start with /", b)
-				continue
-			}
-			if seen[b] {
-				continue
-			}
-			seen[b] = true
-			full, err := parseRoute(b + p.Route)
-			if err != nil {
-				bad("%v", err)
-				continue
-			}
-			op.patterns = append(op.patterns, full)
-		}
+	rp, _ := checkRoute(p.Route)
+	op.paramNames = rp.paramNames
+	if len(p.BasePaths) == 0 {
+		op.patterns = []*routePattern{rp}
 	}
-	// Key source.
-	switch p.Key {
-	case 0, KeyFromHeader:
-		op.key = KeyFromHeader
-		op.keyName = p.KeyName
-		if op.keyName == "" {
-			op.keyName = "Idempotency-Key"
-		}
-		if !isToken(op.keyName) {
-			bad("key header %q is not a valid header name", op.keyName)
-		}
-		op.keyName = textproto.CanonicalMIMEHeaderKey(op.keyName)
-	case KeyFromQuery:
-		op.key = KeyFromQuery
-		op.keyName = p.KeyName
-		if op.keyName == "" {
-			bad("key from query needs KeyName")
-		}
-	case KeyFromFields:
-		op.key = KeyFromFields
-		if len(p.KeyFields) == 0 {
-			bad("key from fields needs KeyFields")
-		}
-		for _, f := range p.KeyFields {
-			toks := strings.Split(f, ".")
-			if slices.Contains(toks, "") {
-				bad("key field %q is not a dotted path such as order.id", f)
-				continue
-			}
-			op.keyFields = append(op.keyFields, toks)
-		}
-	case KeyFromBody:
-		op.key = KeyFromBody
-	default:
-		bad("unknown key source %d", p.Key)
-	}
-	if p.Key != KeyFromHeader && p.Key != KeyFromQuery && p.Key != 0 && p.KeyName != "" {
-		bad("KeyName %q set for a key that is not read from a header or query parameter", p.KeyName)
-	}
-	// Principal.
-	switch p.Principal {
-	case 0, PrincipalAuth:
-		op.principal = PrincipalAuth
-		if e.principal == nil {
-			bad("principal mode is auth (keys per caller) but Options.Principal is nil; supply a principal function, or set the operation's principal to anonymous for one shared key space")
-		}
-	case PrincipalAnonymous:
-	default:
-		bad("unknown principal mode %d", p.Principal)
-	}
-	if len(p.Challenges) > 0 && p.Principal == PrincipalAnonymous {
-		bad("Challenges set on an anonymous operation, which never answers 401")
-	}
-	for _, c := range p.Challenges {
-		if !validChallenge(c) {
-			bad("challenge %q is not a WWW-Authenticate challenge (an auth-scheme token, then optional parameters, on one line)", c)
-		}
-	}
-	op.challenges = slices.Clone(p.Challenges)
-	// Fingerprint selection.
-	if len(p.FingerprintInclude) > 0 && len(p.FingerprintExclude) > 0 {
-		bad("fingerprint include and exclude are both set")
-	}
-	for _, ptr := range p.FingerprintInclude {
-		toks, err := parsePointer(ptr)
-		if err != nil {
-			bad("fingerprint include: %v", err)
+	seen := map[string]bool{}
+	for _, b := range p.BasePaths {
+		b = strings.TrimSuffix(b, "/")
+		if seen[b] {
 			continue
 		}
+		seen[b] = true
+		full, _ := checkRoute(b + p.Route)
+		op.patterns = append(op.patterns, full)
+	}
+	// Key fields.
+	if op.key == KeyFromFields {
+		for _, f := range p.KeyFields {
+			op.keyFields = append(op.keyFields, strings.Split(f, "."))
+		}
+	}
+	// Fingerprint selection: include sorted.
+	for _, ptr := range p.FingerprintInclude {
+		toks, _ := parsePointer(ptr)
 		op.include = append(op.include, ptr)
 		op.includeToks = append(op.includeToks, toks)
 	}
@@ -192,62 +127,17 @@ func (e *engine) compile(p *Policy) (*operation, error) {
 		}
 		op.include, op.includeToks = inc, toks
 	}
-	if len(p.FingerprintExclude) > maxExclude {
-		bad("more than %d fingerprint exclude pointers", maxExclude)
-	}
 	for _, ptr := range p.FingerprintExclude {
-		toks, err := parsePointer(ptr)
-		if err != nil {
-			bad("fingerprint exclude: %v", err)
-			continue
-		}
-		if len(toks) == 0 {
-			bad("fingerprint exclude %q would exclude the whole body", ptr)
-			continue
-		}
+		toks, _ := parsePointer(ptr)
 		op.exclude = append(op.exclude, toks)
-	}
-	// Durations and sizes.
-	if op.ttl == 0 {
-		op.ttl = DefaultTTL
-	}
-	if op.lease == 0 {
-		op.lease = DefaultLease
-	}
-	if op.ttl < 0 || op.lease < 0 || op.wait < 0 {
-		bad("negative ttl, lease or wait (%v, %v, %v)", p.TTL, p.Lease, p.Wait)
-	}
-	if op.ttl < op.lease {
-		bad("ttl %v is shorter than lease %v", op.ttl, op.lease)
-	}
-	if op.maxResp == 0 {
-		op.maxResp = DefaultMaxResponseBytes
-	}
-	if op.maxReq == 0 {
-		op.maxReq = DefaultMaxRequestBytes
-	}
-	if op.maxResp < 0 || op.maxReq < 0 {
-		bad("negative max-response-bytes or max-request-bytes")
 	}
 	// Save rule.
 	if op.save.Classes == 0 && len(op.save.Codes) == 0 {
 		op.save = DefaultSave
 	}
-	if op.save.Classes&^(Class1xx|Class2xx|Class3xx|Class4xx|Class5xx) != 0 {
-		bad("save rule has unknown status classes %b", op.save.Classes)
-	}
-	for _, c := range op.save.Codes {
-		if c < 100 || c > 599 {
-			bad("save rule lists status %d, not a status code", c)
-		}
-	}
 	// Replay headers.
 	op.replay = append(op.replay, defaultReplayHeaders...)
 	for _, h := range p.ReplayHeaders {
-		if !isToken(h) {
-			bad("replay header %q is not a valid header name", h)
-			continue
-		}
 		c := textproto.CanonicalMIMEHeaderKey(h)
 		if neverReplayed[c] {
 			// Dropped: never replayed whatever the spec says (CONTRACT §3).
@@ -257,13 +147,7 @@ func (e *engine) compile(p *Policy) (*operation, error) {
 			op.replay = append(op.replay, c)
 		}
 	}
-	if p.Transactional && e.txStore == nil {
-		bad("transactional mode needs a store that implements TxStore; %T does not", e.store)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return op
 }
 
 // saves reports whether the save rule keeps a response with this status.

@@ -313,12 +313,12 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 		skip = op.keyName
 	}
 	fq := &fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
-		contentType: ct, include: op.include, inc: op.includeToks}
+		contentType: ct, encoding: r.Header["Content-Encoding"], include: op.include, inc: op.includeToks}
 	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var ok bool
-		if key, ok = fieldsKey(c, op, ct, body); !ok {
+		if key, ok = fieldsKey(c, op, ct, fq.encoding, body); !ok {
 			putCanon(c)
 			if op.optional {
 				orig := r.Body
@@ -327,7 +327,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 				r.Body = orig
 				return
 			}
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all", 0, false)
+			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all (or is not plain JSON: a Content-Encoding, or a member name repeated, in any letter case, in one object)", 0, false)
 			return
 		}
 	case KeyFromBody:

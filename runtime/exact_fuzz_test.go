@@ -19,13 +19,19 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// FuzzExactFingerprint is a differential test of version 2 fingerprints and
-// fields keys against encoding/json (UseNumber) with numbers compared as
-// exact decimals (math/big.Rat): two JSON bodies fingerprint alike exactly
-// when they decode to equal values, and a fields key over them is one key
-// exactly when the values are equal. Each input is also checked against a
-// re-spelling of itself (members shuffled, whitespace, numbers written
-// another exact way) and against a copy with one number changed.
+// FuzzExactFingerprint is a differential test of version 3 fingerprints and
+// fields keys against encoding/json. Two JSON bodies share a fingerprint
+// exactly when encoding/json decodes them into any with UseNumber to equal
+// values (numbers compared as their text, which json.Number keeps); and
+// when they share one, decoding both into typed structs built from the
+// document (int, int8, uint, float, json.Number, string, []byte, pointer,
+// slice, array, map and nested struct fields, tagged with the member's name
+// in its own or another letter case) gives equal values, and errors alike.
+// A fields key over them is one key exactly when the values are equal as
+// exact decimals (math/big.Rat). Each input is also checked against
+// re-spellings of itself (members shuffled, whitespace, string escapes;
+// numbers kept, or written another exact way), against a copy with one
+// number changed, and for the header its version 2 form gets.
 func FuzzExactFingerprint(f *testing.F) {
 	for _, s := range [][2]string{
 		{`{"amount":9007199254740993}`, `{"amount":9007199254740992}`},
@@ -37,19 +43,24 @@ func FuzzExactFingerprint(f *testing.F) {
 		{`1.5e-7`, `0.00000015`}, {`12345678901234567890`, `12345678901234567891`},
 		{`0.1`, `0.1000000000000000055511151231257827`}, {`{bad`, `{bad`}, {`[1e21,1e-7]`, `[1000000000000000000000,0.0000001]`},
 		{`{"x":{"y":[1.10,2e2]}}`, `{"x":{"y":[1.1,200]}}`}, {`123456789012345678901234567890e-10`, `12345678901234567890.123456789`},
+		{`{"amount":1,"Amount":2}`, `{"Amount":2,"amount":1}`}, {`{"amount":100}`, `{"amount":1e2}`},
+		{`{"kind":1,"\u212aind":2}`, `{"\u212aind":2,"kind":1}`}, {`{"s":1,"\u017f":2}`, `{"\u017f":2,"s":1}`},
+		{`{"charge":"ch","amount":5,"Amount":500}`, `{"charge":"ch","amount":500}`},
+		{`{"a":{"B":[1,{"c":"x"}]},"n":null,"t":true}`, `{"t":true,"n":null,"a":{"B":[1,{"c":"\u0078"}]}}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]))
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		checkExactPair(t, a, b)
-		checkV1Tag(t, a)
-		va, ok := decodeExact(a)
+		checkOlderTags(t, a)
+		va, ok := decodeNumbers(a)
 		if !ok {
 			return
 		}
 		sum := sha256.Sum256(a)
 		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), 2))
-		alt := respell(va, r)
+		checkExactPair(t, a, respell(va, r, false))
+		alt := respell(va, r, true)
 		checkExactPair(t, a, alt)
 		if m, ok := bumpNumber(va); ok {
 			changed, _ := json.Marshal(m)
@@ -59,19 +70,34 @@ func FuzzExactFingerprint(f *testing.F) {
 	})
 }
 
-// checkV1Tag checks that version 2 hashes a JSON body exactly as version 1
-// did when their canonical forms agree, and differently when they do not.
-func checkV1Tag(t *testing.T, in []byte) {
+// checkOlderTags checks that version 3 hashes a JSON body exactly as
+// version 2 did when their canonical forms agree, and differently when they
+// do not; and version 2 likewise against version 1.
+func checkOlderTags(t *testing.T, in []byte) {
 	t.Helper()
 	v1, err1 := idemrt.CanonicalJSON(in)
 	v2, err2 := idemrt.CanonicalExact(in)
-	if err2 != nil {
-		return // raw in both versions (or v2 refuses what v1 refuses)
-	}
+	v3, err3 := idemrt.CanonicalV3(in)
 	f1, _ := idemrt.FingerprintAt(1, "POST", "/x", nil, "application/json", in, nil, nil)
-	f2, _ := idemrt.Fingerprint("POST", "/x", nil, "application/json", in, nil, nil)
-	if same := err1 == nil && bytes.Equal(v1, v2); same != (f1 == f2) {
-		t.Fatalf("%q: canonical forms agree %v (v1 %q, v2 %q), fingerprints agree %v", in, same, v1, v2, f1 == f2)
+	f2, _ := idemrt.FingerprintAt(2, "POST", "/x", nil, "application/json", in, nil, nil)
+	f3, _ := idemrt.Fingerprint("POST", "/x", nil, "application/json", in, nil, nil)
+	if err2 == nil {
+		if same := err1 == nil && bytes.Equal(v1, v2); same != (f1 == f2) {
+			t.Fatalf("%q: canonical forms agree %v (v1 %q, v2 %q), fingerprints agree %v", in, same, v1, v2, f1 == f2)
+		}
+	}
+	switch {
+	case err2 == nil && err3 == nil:
+		if same := bytes.Equal(v2, v3); same != (f2 == f3) {
+			t.Fatalf("%q: canonical forms agree %v (v2 %q, v3 %q), fingerprints agree %v", in, same, v2, v3, f2 == f3)
+		}
+	case err2 == nil:
+		// Version 3 refuses (folded-equal names) what version 2 took.
+		if f2 == f3 {
+			t.Fatalf("%q: raw in version 3, canonical in version 2, one fingerprint", in)
+		}
+	case err3 == nil:
+		t.Fatalf("%q: version 3 canonicalises (%q) what version 2 refuses (%v)", in, v3, err2)
 	}
 }
 
@@ -127,7 +153,7 @@ func fingerprintOfQuery(t *testing.T, q string) [32]byte {
 }
 
 // checkExactPair checks the fingerprints and fields keys of a and b
-// against their decoded values.
+// against what encoding/json makes of them.
 func checkExactPair(t *testing.T, a, b []byte) {
 	t.Helper()
 	fp := func(in []byte) [32]byte {
@@ -138,23 +164,38 @@ func checkExactPair(t *testing.T, a, b []byte) {
 		return f
 	}
 	fa, fb := fp(a), fp(b)
-	_, errA := idemrt.CanonicalExact(a)
-	_, errB := idemrt.CanonicalExact(b)
+	_, errA := idemrt.CanonicalV3(a)
+	_, errB := idemrt.CanonicalV3(b)
 	switch {
 	case errA == nil && errB == nil:
-		va, okA := decodeExact(a)
-		vb, okB := decodeExact(b)
+		va, okA := decodeNumbers(a)
+		vb, okB := decodeNumbers(b)
+		if !okA || !okB {
+			t.Fatalf("%q or %q: canonicalised, but encoding/json refuses it", a, b)
+		}
+		eq := reflect.DeepEqual(va, vb)
+		if eq != (fa == fb) {
+			t.Fatalf("%q and %q: equal values (numbers as text) %v, equal fingerprints %v", a, b, eq, fa == fb)
+		}
+		if fa == fb {
+			checkTyped(t, a, b, va)
+		}
+		// A fields key over them: {"id": <value>}: exact decimals.
+		xa, okA := decodeExact(a)
+		xb, okB := decodeExact(b)
 		if !okA || !okB {
 			return // numbers too large to compare as big.Rat
 		}
-		eq := exactEqual(va, vb)
-		if eq != (fa == fb) {
-			t.Fatalf("%q and %q: equal values %v, equal fingerprints %v", a, b, eq, fa == fb)
-		}
-		// A fields key over them: {"id": <value>}.
+		eq = exactEqual(xa, xb)
 		ka, okA := idemrt.FieldsKey("s", []byte(`{"id":`+string(a)+`}`), "id")
 		kb, okB := idemrt.FieldsKey("s", []byte(`{"id":`+string(b)+`}`), "id")
-		if okA && okB && eq != (ka == kb) {
+		if !okA || !okB {
+			if va != nil {
+				t.Fatalf("%q or %q: canonical, but no fields key", a, b)
+			}
+			return
+		}
+		if eq != (ka == kb) {
 			t.Fatalf("%q and %q: equal values %v, keys %q and %q", a, b, eq, ka, kb)
 		}
 	case errA != nil && errB != nil:
@@ -167,6 +208,21 @@ func checkExactPair(t *testing.T, a, b []byte) {
 			t.Fatalf("%q and %q: one JSON, one raw, equal fingerprints", a, b)
 		}
 	}
+}
+
+// decodeNumbers decodes a document that version 3 canonicalises, numbers
+// as json.Number (their text).
+func decodeNumbers(in []byte) (any, bool) {
+	if _, err := idemrt.CanonicalV3(in); err != nil {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // maxRatDigits bounds the numbers compared with big.Rat (10^exponent is
@@ -257,8 +313,9 @@ func exactEqual(a, b any) bool {
 }
 
 // respell writes v again: members shuffled, whitespace added, strings
-// escaped or not, and every number in another exact spelling.
-func respell(v any, r *rand.Rand) []byte {
+// escaped or not, and every number as it was (keep) or in another exact
+// spelling.
+func respell(v any, r *rand.Rand, keep bool) []byte {
 	var b bytes.Buffer
 	var walk func(v any)
 	walk = func(v any) {
@@ -294,7 +351,11 @@ func respell(v any, r *rand.Rand) []byte {
 			}
 			b.WriteByte(']')
 		case json.Number:
-			b.WriteString(respellNumber(string(x), r))
+			if keep {
+				b.WriteString(string(x))
+			} else {
+				b.WriteString(respellNumber(string(x), r))
+			}
 		default:
 			jb, _ := json.Marshal(x)
 			b.Write(jb)

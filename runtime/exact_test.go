@@ -13,7 +13,9 @@ import (
 )
 
 // Integers beyond 2^53 are exact: a reused key with the neighbouring
-// amount is a mismatch, not a replay.
+// amount is a mismatch, not a replay; and so is the same amount written
+// another way (version 3: encoding/json refuses 9007199254740993.0 for an
+// integer field).
 func TestBigIntegersDoNotMerge(t *testing.T) {
 	h := &counting{}
 	srv := wrap(t, idemrt.Options{}, policy(), h)
@@ -21,8 +23,9 @@ func TestBigIntegersDoNotMerge(t *testing.T) {
 		t.Fatalf("first: %d", w.Code)
 	}
 	wantProblem(t, do(srv, req{key: "k1", body: `{"amount":9007199254740992}`}), 422, idemrt.ProblemFingerprintMismatch)
-	if w := do(srv, req{key: "k1", body: `{"amount":9007199254740993.0}`}); w.Header().Get("Idempotent-Replayed") != "true" {
-		t.Errorf("the same amount, spelt 9007199254740993.0: %d, want a replay", w.Code)
+	wantProblem(t, do(srv, req{key: "k1", body: `{"amount":9007199254740993.0}`}), 422, idemrt.ProblemFingerprintMismatch)
+	if w := do(srv, req{key: "k1", body: ` {"amount": 9007199254740993}`}); w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the same amount, respaced: %d, want a replay", w.Code)
 	}
 }
 
@@ -52,11 +55,12 @@ func TestFieldsKeysOfBigIdsDiffer(t *testing.T) {
 	}
 }
 
-// Two JSON numbers fingerprint alike exactly when they denote the same
-// decimal value, at any length and exponent.
+// Under version 2, two JSON numbers fingerprint alike exactly when they
+// denote the same decimal value, at any length and exponent (the fields
+// key's rule still); under version 3, exactly when they are the same text.
 func TestExactNumbers(t *testing.T) {
 	fp := func(num string) [32]byte {
-		f, err := idemrt.Fingerprint("POST", "/x", nil, "application/json", []byte(`{"n":`+num+`}`), nil, nil)
+		f, err := idemrt.FingerprintAt(2, "POST", "/x", nil, "application/json", []byte(`{"n":`+num+`}`), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +103,19 @@ func TestExactNumbers(t *testing.T) {
 		}
 		seen[want] = g[0]
 	}
+	seen3 := map[[32]byte]string{}
+	for _, g := range groups {
+		for _, n := range g {
+			f, err := idemrt.Fingerprint("POST", "/x", nil, "application/json", []byte(`{"n":`+n+`}`), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prev, ok := seen3[f]; ok {
+				t.Errorf("version 3: %s and %s share a fingerprint", prev, n)
+			}
+			seen3[f] = n
+		}
+	}
 }
 
 // The exact text, pinned for the layouts and the exponent arithmetic.
@@ -139,10 +156,12 @@ func TestExactNumbersBoundedWork(t *testing.T) {
 
 // Version 2 writes the RFC 8785 text (what version 1 hashed) for every
 // number whose value is that of the shortest text of its double, so that
-// fingerprints and fields keys of ordinary requests do not change.
+// fingerprints and fields keys of ordinary requests do not change; version
+// 3 hashes the same when every number is written that way.
 func TestExactAgreesWithRFC8785OnOrdinaryDocuments(t *testing.T) {
-	for _, d := range [][]byte{jsonDoc(1 << 10), jsonDoc(64 << 10), apiDoc(1 << 10), apiDoc(64 << 10),
-		[]byte(`[1e21,1e-7,1e-6,0.000001,-0,5e-324,1.7976931348623157e308,1.5E+300,123e-2,0.1,2.50,100,4.0e2]`)} {
+	odd := []byte(`[1e21,1e-7,1e-6,0.000001,-0,5e-324,1.7976931348623157e308,1.5E+300,123e-2,0.1,2.50,100,4.0e2]`)
+	for _, d := range [][]byte{jsonDoc(1 << 10), jsonDoc(64 << 10), apiDoc(1 << 10), apiDoc(64 << 10), odd,
+		[]byte(`[1e+21,1e-7,0.000001,0,5e-324,1.7976931348623157e+308,1.5e+300,1.23,0.1,2.5,100,400]`)} {
 		v1, err := idemrt.CanonicalJSON(d)
 		if err != nil {
 			t.Fatal(err)
@@ -152,9 +171,13 @@ func TestExactAgreesWithRFC8785OnOrdinaryDocuments(t *testing.T) {
 			t.Fatalf("exact form differs from RFC 8785 on an ordinary document:\n v1 %.200q\n v2 %.200q (%v)", v1, v2, err)
 		}
 		f1, _ := idemrt.FingerprintAt(1, "POST", "/x", nil, "application/json", d, nil, nil)
-		f2, _ := idemrt.Fingerprint("POST", "/x", nil, "application/json", d, nil, nil)
+		f2, _ := idemrt.FingerprintAt(2, "POST", "/x", nil, "application/json", d, nil, nil)
 		if f1 != f2 {
 			t.Errorf("an ordinary document's fingerprint moved from version 1 to 2")
+		}
+		f3, _ := idemrt.Fingerprint("POST", "/x", nil, "application/json", d, nil, nil)
+		if v3, err := idemrt.CanonicalV3(d); (err == nil && bytes.Equal(v3, v2)) != (f3 == f2) || bytes.Equal(d, odd) == (f3 == f2) {
+			t.Errorf("%.40q: version 3 text %.80q, version 2 %.80q, equal fingerprints %v", d, v3, v2, f3 == f2)
 		}
 	}
 }
@@ -192,9 +215,10 @@ func TestRepeatedValuesKeepTheirOrder(t *testing.T) {
 	}
 }
 
-// A record written by version 1 is compared with version 1's algorithm:
-// the same request replays (even where version 2's fingerprint differs),
-// another request gets 422; a record of an unknown version is accepted.
+// A record written by version 1 or 2 is compared with its version's
+// algorithm: the same request replays (even where the current fingerprint
+// differs), another request gets 422; a record of an unknown version is
+// accepted. A record written by the current version: the new rules.
 func TestVersion1RecordsStillCompare(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -208,6 +232,14 @@ func TestVersion1RecordsStillCompare(t *testing.T) {
 		{"big other", `{"amount":9007199254740993}`, `{"amount":1}`, "", 1, false},
 		{"query order", `{}`, `{}`, "a=2&a=1", 1, true},
 		{"unknown version", `{"amount":100}`, `{"amount":5}`, "", 9, true},
+		{"v2 ordinary same", `{"amount":100}`, `{ "amount" : 100 }`, "", 2, true},
+		{"v2 number text", `{"amount":100}`, `{"amount":1e2}`, "", 2, true},
+		{"v2 folded names", `{"amount":1,"Amount":2}`, `{"Amount":2,"amount":1}`, "", 2, true},
+		{"v2 other", `{"amount":100}`, `{"amount":101}`, "", 2, false},
+		{"v2 big other", `{"amount":9007199254740993}`, `{"amount":9007199254740992}`, "", 2, false},
+		{"v3 number text", `{"amount":100}`, `{"amount":1e2}`, "", 3, false},
+		{"v3 folded names", `{"amount":1,"Amount":2}`, `{"Amount":2,"amount":1}`, "", 3, false},
+		{"v3 same", `{"amount":1,"Amount":2}`, `{"amount":1,"Amount":2}`, "", 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := idemrt.NewMemoryStore()
@@ -217,7 +249,11 @@ func TestVersion1RecordsStillCompare(t *testing.T) {
 				target += "?" + tc.query
 				q = "a=1&a=2" // version 1 sorted the values: the same pairs
 			}
-			fp1, err := idemrt.FingerprintAt(1, "POST", "/orders/{id}", []string{"1"}, "application/json", []byte(tc.saved), nil, nil)
+			v := tc.version
+			if v > idemrt.FingerprintVersion {
+				v = 1
+			}
+			fp1, err := idemrt.FingerprintAt(v, "POST", "/orders/{id}", []string{"1"}, "application/json", []byte(tc.saved), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

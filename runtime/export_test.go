@@ -2,16 +2,26 @@ package runtime
 
 import "strings"
 
-// FingerprintAt is Fingerprint with the algorithm of another version (1 or
-// 2), for tests of records written by version 1.
+// FingerprintAt is Fingerprint with the algorithm of another version (1, 2
+// or 3), for tests of records written by earlier versions.
 func FingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	return fingerprintAt(version, method, route, params, contentType, body, include, exclude)
+	return fingerprintAt(version, method, route, params, contentType, nil, body, include, exclude)
 }
 
 // CanonicalExact is CanonicalJSON with exact numbers: the JSON text that a
 // version 2 fingerprint hashes.
 func CanonicalExact(in []byte) ([]byte, error) {
 	c := &canonicalizer{exact: true}
+	if err := c.canonicalize(in, nil); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// CanonicalV3 is the JSON text that a version 3 fingerprint hashes:
+// CanonicalExact with numbers as written and folded-equal names refused.
+func CanonicalV3(in []byte) ([]byte, error) {
+	c := &canonicalizer{exact: true, verbNum: true, fold: true}
 	if err := c.canonicalize(in, nil); err != nil {
 		return nil, err
 	}

@@ -11,17 +11,23 @@ import (
 )
 
 // FingerprintVersion is the version of the fingerprint algorithm that this
-// runtime writes with each record. Records written by version 1 are still
-// compared with version 1's algorithm (so an upgrade turns no retry into a
-// 422 and replays no other request); a record written by a version this
-// runtime does not know (a newer one, during a rolling upgrade) is not
-// compared: it is accepted rather than refused.
+// runtime writes with each record. Records written by versions 1 and 2 are
+// still compared with their own version's algorithm (so an upgrade turns no
+// retry into a 422 and replays no other request); a record written by a
+// version this runtime does not know (a newer one, during a rolling
+// upgrade) is not compared: it is accepted rather than refused.
 //
 // Version 2 (see docs/contract.md, "Fingerprint versions"): numbers are
 // exact decimals, not float64 values; the repeated values of a query or
 // form parameter keep their order; a form body that is not strictly
 // urlencoded is hashed as raw bytes.
-const FingerprintVersion = 2
+//
+// Version 3: a number keeps the text it is written in (encoding/json tells
+// 100 from 1e2 and 100.0); an object with two member names equal under
+// encoding/json's case folding ("amount" and "Amount") is hashed as raw
+// bytes, as one with an exact duplicate is; a request with a
+// Content-Encoding header counts it, and its body as raw bytes.
+const FingerprintVersion = 3
 
 // Body kinds, hashed before the body so that a JSON body and a raw body with
 // the same bytes never collide.
@@ -34,6 +40,9 @@ const (
 	// query parameters besides a query-sourced key; it differs from every
 	// body marker, so a request without a query hashes as it always did.
 	querySec = 'q'
+	// encodingSec starts the Content-Encoding section (version 3), present
+	// only when the request has the header.
+	encodingSec = 'e'
 )
 
 var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
@@ -41,7 +50,8 @@ var canonPool = sync.Pool{New: func() any { return &canonicalizer{} }}
 func getCanon() *canonicalizer { return canonPool.Get().(*canonicalizer) }
 
 func putCanon(c *canonicalizer) {
-	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 || cap(c.digits) > 1<<20 || cap(c.v1num) > 1<<20 || cap(c.pbuf) > 1<<20 {
+	if cap(c.out) > 1<<20 || cap(c.scratch) > 1<<20 || cap(c.digits) > 1<<20 || cap(c.v1num) > 1<<20 || cap(c.pbuf) > 1<<20 ||
+		cap(c.ntext) > 1<<20 || cap(c.fbuf) > 1<<20 || cap(c.folds) > 1<<16 {
 		return // do not keep huge buffers alive
 	}
 	c.in = nil
@@ -54,20 +64,30 @@ func appendLenString(dst []byte, s string) []byte {
 }
 
 // Fingerprint computes the request fingerprint of version
-// FingerprintVersion: SHA-256 over the method, the route template, the path
-// parameter values and the body. A JSON body (Content-Type application/json
-// or any +json type) is canonicalised per RFC 8785 with exact numbers,
-// keeping only the include pointers or leaving out the exclude pointers; an
-// application/x-www-form-urlencoded body is hashed as its pairs (names
-// sorted, the values of one name in their order); anything else (including
-// JSON that cannot be canonicalised and forms that are not strictly
+// FingerprintVersion for a request without Content-Encoding: SHA-256 over
+// the method, the route template, the path parameter values and the body.
+// A JSON body (Content-Type application/json or any +json type) is
+// canonicalised as RFC 8785 orders members and escapes strings, numbers
+// kept as written, keeping only the include pointers or leaving out the
+// exclude pointers; an application/x-www-form-urlencoded body is hashed as
+// its pairs (names sorted, the values of one name in their order); anything
+// else (including JSON that cannot be canonicalised or has member names
+// equal under encoding/json's case folding, and forms that are not strictly
 // urlencoded) as raw bytes.
 func Fingerprint(method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	return fingerprintAt(FingerprintVersion, method, route, params, contentType, body, include, exclude)
+	return fingerprintAt(FingerprintVersion, method, route, params, contentType, nil, body, include, exclude)
 }
 
-func fingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	in := fpInput{method: method, route: route, params: params, contentType: contentType, include: include}
+// FingerprintEncoded is Fingerprint for a request with the Content-Encoding
+// header values contentEncoding (none: Fingerprint's result). The values
+// count as sent, and the body then counts as raw bytes: what a handler
+// reads is what its decompression makes of them.
+func FingerprintEncoded(method, route string, params []string, contentType string, contentEncoding []string, body []byte, include, exclude []string) ([32]byte, error) {
+	return fingerprintAt(FingerprintVersion, method, route, params, contentType, contentEncoding, body, include, exclude)
+}
+
+func fingerprintAt(version int, method, route string, params []string, contentType string, encoding []string, body []byte, include, exclude []string) ([32]byte, error) {
+	in := fpInput{method: method, route: route, params: params, contentType: contentType, encoding: encoding, include: include}
 	var exc [][]string
 	for _, p := range include {
 		t, err := parsePointer(p)
@@ -101,8 +121,11 @@ type fpInput struct {
 	// under a reused key is a mismatch, not a replay of the real run.
 	rawQuery, skipKey string
 	contentType       string
-	include           []string
-	inc               [][]string
+	// encoding is the request's Content-Encoding header values (version
+	// 3; earlier versions ignore it).
+	encoding []string
+	include  []string
+	inc      [][]string
 }
 
 // fingerprintDiffers reports whether an existing record's fingerprint
@@ -112,14 +135,14 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 	switch res.FingerprintVersion {
 	case FingerprintVersion:
 		return res.Fingerprint != fp
-	case 1:
+	case 1, 2:
 		if res.Fingerprint == fp {
-			// Version 2 hashed version 1's form under version 1's header
+			// Version 3 hashed the older version's form under its header
 			// (see fingerprint): the same request, no second pass.
 			return false
 		}
 		c := getCanon()
-		old := c.fingerprint(1, in, body, exc)
+		old := c.fingerprint(res.FingerprintVersion, in, body, exc)
 		putCanon(c)
 		return res.Fingerprint != old
 	}
@@ -129,19 +152,25 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 }
 
 // fingerprint computes the fingerprint of in with the algorithm of version
-// (1 or 2).
+// (1, 2 or 3).
 //
-// Version 2 hashes what version 1 would whenever the two canonical forms
-// agree (every ordinary request: numbers whose decimal value is that of
-// their shortest double, one value per query or form name or values in
-// sorted order), under version 1's header, so that its fingerprint, and a
-// body-derived key, is version 1's; where they part (where version 1 merged
-// requests that differ), it hashes its own form under its own header. Equal
-// fingerprints still mean equal version 2 forms: the header tells the two
-// cases apart, and which header is used depends only on the version 2 form
-// (never on excluded members), so equal forms get equal fingerprints.
+// Each version hashes what the version before it would whenever the two
+// canonical forms agree (every ordinary request), under that version's
+// header, so that its fingerprint, and a body-derived key, is the older
+// one: version 2 hashes version 1's form under version 1's header when the
+// forms agree (numbers whose decimal value is that of their shortest
+// double, one value per query or form name or values in sorted order), and
+// version 3 hashes version 2's (with version 2's choice of header) when
+// every hashed number is written as its exact canonical text, no object
+// has folded-equal names and there is no Content-Encoding. Where they part
+// (where the older version merged requests that differ), it hashes its own
+// form under its own header. Equal fingerprints still mean equal forms of
+// the newest version: the hashed form is always the newest version's, and
+// which header is used depends only on that form (never on excluded
+// members), so equal forms get equal fingerprints.
 func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [][]string) [32]byte {
-	c.exact, c.v1differs = version >= 2, false
+	c.exact, c.verbNum, c.fold = version >= 2, version >= 3, version >= 3
+	c.v1differs, c.v2differs = false, false
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
 	verAt := len(hdr)
 	hdr = strconv.AppendInt(hdr, int64(version), 10)
@@ -152,7 +181,8 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [
 		hdr = appendLenString(hdr, p)
 	}
 	c.out = hdr
-	same := true // version 2's form is version 1's so far
+	same := true  // version 2's form is version 1's so far
+	same2 := true // version 3's form is version 2's so far
 	if in.rawQuery != "" {
 		if version >= 2 {
 			same = c.appendQueryV2(in.rawQuery, in.skipKey)
@@ -160,19 +190,31 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [
 			c.appendQuery(in.rawQuery, in.skipKey)
 		}
 	}
+	kind := mediaKind(in.contentType)
+	if version >= 3 && in.encoding != nil {
+		c.out = append(c.out, encodingSec)
+		c.out = binary.AppendUvarint(c.out, uint64(len(in.encoding)))
+		for _, e := range in.encoding {
+			c.out = appendLenString(c.out, e)
+		}
+		kind, same2 = bodyRaw, false
+	}
 	n := len(c.out)
 	done := false
-	switch mediaKind(in.contentType) {
+	switch kind {
 	case bodyJSON:
+		var err error
 		if len(in.inc) > 0 {
-			done = c.includeJSON(body, in.include, in.inc) == nil
+			err = c.includeJSON(body, in.include, in.inc)
 		} else {
 			c.out = append(c.out, bodyJSON)
-			done = c.canonicalize(body, exc) == nil
+			err = c.canonicalize(body, exc)
 		}
+		done = err == nil
 		// JSON that version 2 refuses, version 1 refuses too: both hash it
-		// raw.
+		// raw. Version 3 refuses folded-equal names, which version 2 took.
 		same = same && (!done || !c.v1differs)
+		same2 = same2 && (!done || !c.v2differs) && err != errFoldedDuplicate
 	case bodyForm:
 		c.out = append(c.out, bodyForm)
 		if version >= 2 {
@@ -187,8 +229,12 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [
 		c.out = append(c.out[:n], bodyRaw)
 		c.out = append(c.out, body...)
 	}
-	if version >= 2 && same {
+	switch {
+	case version >= 3 && !same2:
+	case version >= 2 && same:
 		c.out[verAt] = '1'
+	case version >= 3:
+		c.out[verAt] = '2'
 	}
 	return sha256.Sum256(c.out)
 }
@@ -202,7 +248,7 @@ func (c *canonicalizer) includeJSON(body []byte, include []string, inc [][]strin
 	if err := c.canonicalize(body, nil); err != nil {
 		return err
 	}
-	c.v1differs = false // only the included values count
+	c.v1differs, c.v2differs = false, false // only the included values count
 	c.out = append(c.out[:mark], bodyIncl)
 	for i, toks := range inc {
 		c.out = appendLenString(c.out, include[i])
@@ -413,7 +459,10 @@ func skipJSON(in []byte, pos int) (int, error) {
 // ",", to dst. ok is false when the body is not JSON or a field is absent
 // or null.
 func fieldsKeyValues(c *canonicalizer, dst []byte, body []byte, fields [][]string) ([]byte, bool) {
-	c.exact = true
+	// Exact numbers (the key is the value: 5, 5.0 and 5e0 are one key, and
+	// the fingerprint, which keeps the text, tells them apart); folded-equal
+	// names refused (the key would be one value, a struct field the other).
+	c.exact, c.verbNum, c.fold = true, false, true
 	// Validate (and canonicalise) once; then pick the fields.
 	mark := len(c.out)
 	if err := c.canonicalize(body, nil); err != nil {

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"testing"
 
@@ -14,7 +15,8 @@ type fingerprintPin struct {
 	ct               string
 	body             []byte
 	include, exclude []string
-	want             string // hex SHA-256, as the version under test wrote it
+	ce               []string // Content-Encoding (version 3)
+	want             string   // hex SHA-256, as the version under test wrote it
 }
 
 // fingerprintPinCases are fingerprints computed by FingerprintVersion 1
@@ -79,16 +81,85 @@ func fingerprintPinCasesV2() []fingerprintPin {
 // in-flight retries into 422s, so it needs a new FingerprintVersion, not a
 // new pin.
 func TestFingerprintPinnedV2(t *testing.T) {
-	if idemrt.FingerprintVersion != 2 {
-		t.Fatalf("FingerprintVersion %d: add pins for the new version", idemrt.FingerprintVersion)
-	}
 	for _, c := range fingerprintPinCasesV2() {
-		fp, err := idemrt.Fingerprint(c.method, c.route, c.params, c.ct, c.body, c.include, c.exclude)
+		fp, err := idemrt.FingerprintAt(2, c.method, c.route, c.params, c.ct, c.body, c.include, c.exclude)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if got := hex.EncodeToString(fp[:]); got != c.want {
 			t.Errorf("%s: fingerprint %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// fingerprintPinCasesV3 are fingerprints computed by FingerprintVersion 3
+// when it was first released: the version 2 cases again, which keep their
+// version 2 values (version 3 hashes an ordinary request as version 2 did)
+// except those with numbers not written as their exact canonical text, and
+// cases where the versions differ in substance (folded-equal member names,
+// a Content-Encoding).
+func fingerprintPinCasesV3() []fingerprintPin {
+	cases := fingerprintPinCasesV2()
+	for i := range cases {
+		switch cases[i].name {
+		case "json": // 2.50, 1e21, -0
+			cases[i].want = "468832d94c8ce921d95dd545f3cd241a853d6ea1cb0c5d1b18d259228509bbe6"
+		case "exact-numbers": // -1.50e999999999, -0.0
+			cases[i].want = "39e31641378dc3202883e48adda9bf0f3c8b8939d5f3abd2203d41f074041970"
+		}
+	}
+	return append(cases,
+		fingerprintPin{name: "folded-names", method: "POST", route: "/x", ct: "application/json",
+			body: []byte(`{"amount":1,"Amount":2}`), want: "344c346a7eeb66fd0db63d8c44ceb41a7599531e5fffe26773fbbcd3e8f14222"},
+		fingerprintPin{name: "folded-kelvin", method: "POST", route: "/x", ct: "application/json",
+			body: []byte(`{"x":[{"kind":1,"\u212aind":2}]}`), want: "51568ea28860edb6277012f2b1591df7b7a820226eb880f654b7978161c9e8b7"},
+		fingerprintPin{name: "content-encoding", method: "POST", route: "/x", ct: "application/json", ce: []string{"gzip", "br"},
+			body: []byte(`{"amount":1}`), want: "53551b4b4980e14f6c4414aafea67d503598394deb49f188c5c8df7245be65b8"},
+	)
+}
+
+// TestFingerprintPinnedV3 pins the output bytes of FingerprintVersion 3.
+// Stored records carry these values: a change to any of them turns
+// in-flight retries into 422s, so it needs a new FingerprintVersion, not a
+// new pin.
+func TestFingerprintPinnedV3(t *testing.T) {
+	if idemrt.FingerprintVersion != 3 {
+		t.Fatalf("FingerprintVersion %d: add pins for the new version", idemrt.FingerprintVersion)
+	}
+	v2 := map[string]string{}
+	for _, c := range fingerprintPinCasesV2() {
+		v2[c.name] = c.want
+	}
+	for _, c := range fingerprintPinCasesV3() {
+		fp, err := idemrt.FingerprintEncoded(c.method, c.route, c.params, c.ct, c.ce, c.body, c.include, c.exclude)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := hex.EncodeToString(fp[:]); got != c.want {
+			t.Errorf("%s: fingerprint %s, want %s (version 2: %s)", c.name, got, c.want, v2[c.name])
+		}
+	}
+}
+
+// The version 3 layout of two pins, written out: the tag "3", the method,
+// route and parameters length-prefixed, then a Content-Encoding section
+// ('e', the count, each value length-prefixed) and the raw body ('r'), or
+// the raw body of JSON with folded-equal names.
+func TestFingerprintV3Layout(t *testing.T) {
+	head := "idemgen-fp\x003\x04POST\x02/x\x00"
+	for _, c := range fingerprintPinCasesV3() {
+		var want string
+		switch c.name {
+		case "folded-names":
+			want = head + "r" + string(c.body)
+		case "content-encoding":
+			want = head + "e\x02\x04gzip\x02br" + "r" + string(c.body)
+		default:
+			continue
+		}
+		sum := sha256.Sum256([]byte(want))
+		if got := hex.EncodeToString(sum[:]); got != c.want {
+			t.Errorf("%s: layout hashes to %s, pinned %s", c.name, got, c.want)
 		}
 	}
 }

@@ -18,6 +18,12 @@ import (
 // or nesting deeper than maxJSONDepth.
 var errNotJSON = errors.New("not canonicalisable JSON")
 
+// errFoldedDuplicate is returned (with fold set) for an object with two
+// member names that are not equal but that encoding/json matches to the
+// same struct field ("amount" and "Amount"): which value a handler gets
+// depends on their order.
+var errFoldedDuplicate = errors.New("member names equal under encoding/json's case folding")
+
 const maxJSONDepth = 512
 
 // CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
@@ -51,8 +57,21 @@ type canonicalizer struct {
 	// refuses it). Excluded members do not count: it depends only on the
 	// canonical output.
 	v1differs bool
-	// digits and v1num are scratch for exact numbers.
-	digits, v1num []byte
+	// verbNum (fingerprint version 3) keeps every number's text as it is
+	// written: encoding/json tells 100 from 1e2 and 100.0 (an int field
+	// refuses them, json.Number keeps the text). v2differs is set (with
+	// verbNum) when a number's text is not its exact canonical text, so
+	// that version 3's form is not version 2's; like v1differs, only the
+	// canonical output counts.
+	verbNum, v2differs bool
+	// fold refuses (errFoldedDuplicate) objects with two member names
+	// equal under encoding/json's case folding (fingerprint version 3 and
+	// fields keys); folds is the stack of the open objects' name hashes.
+	fold  bool
+	folds []foldedName
+	fbuf  []byte
+	// digits, v1num and ntext are scratch for exact numbers.
+	digits, v1num, ntext []byte
 	// pairs and pbuf hold a decoded query or form (pairs.go).
 	pairs []qpair
 	pbuf  []byte
@@ -183,7 +202,7 @@ func (c *canonicalizer) canonicalize(in []byte, exclude [][]string) error {
 		return errNotJSON
 	}
 	c.in, c.excl, c.depth = in, exclude, 0
-	c.mem, c.keys = c.mem[:0], c.keys[:0]
+	c.mem, c.keys, c.folds = c.mem[:0], c.keys[:0], c.folds[:0]
 	var mask uint64
 	if len(exclude) > 0 {
 		mask = 1<<uint(len(exclude)) - 1
@@ -605,6 +624,13 @@ func (c *canonicalizer) numberLazy(pos int) (int, error) {
 		}
 	}
 	lit := in[start:pos]
+	if c.verbNum {
+		if !c.v2differs {
+			c.checkV2Number(lit, start != intStart, in[intStart:intEnd], dot, in[intStart:fracEnd], in[expStart:pos], hasExp)
+		}
+		c.verbatim(start, pos)
+		return pos, nil
+	}
 	if !hasExp {
 		if ok, long := c.fastNumber(start, in[start:intStart], in[intStart:intEnd], dot, fracEnd); ok {
 			if long && !c.v1differs {
@@ -879,6 +905,61 @@ func (c *canonicalizer) checkV1Number(lit []byte, neg bool, mant, exp []byte) {
 	}
 }
 
+// checkV2Number sets c.v2differs when the literal lit is not the exact
+// canonical text of its value (version 2's text: 100.0, 1e2, -0, 1E+2 are
+// not; 100, 1e+21, 0.5 are), and otherwise checks it against version 1 as
+// version 2 does. intPart is the integer digits, dot the fraction point's
+// offset in the input (-1: none), mant the digits with the point and exp
+// the exponent's sign and digits.
+func (c *canonicalizer) checkV2Number(lit []byte, neg bool, intPart []byte, dot int, mant, exp []byte, hasExp bool) {
+	if !hasExp {
+		var frac []byte
+		if dot >= 0 {
+			frac = mant[len(intPart)+1:]
+		}
+		if ok, long := plainExact(neg, intPart, frac, dot >= 0); ok {
+			if long && !c.v1differs {
+				c.checkV1Number(lit, neg, mant, nil)
+			}
+			return
+		}
+	}
+	c.ntext = c.appendExactNumber(c.ntext[:0], neg, mant, exp)
+	if string(c.ntext) != string(lit) {
+		c.v2differs = true
+		return
+	}
+	if !c.v1differs {
+		c.checkV1Number(lit, neg, mant, exp)
+	}
+}
+
+// plainExact reports whether a number without exponent (sign, integer
+// digits, fraction digits after a point when hasDot) is written as its
+// exact canonical text: no fraction zeros at the end, not -0, at most 21
+// integer digits, not below 1e-6 (those are written with an exponent).
+// long reports more than 15 significant digits (where version 1's text
+// may differ).
+func plainExact(neg bool, intPart, frac []byte, hasDot bool) (ok, long bool) {
+	if hasDot && (len(frac) == 0 || frac[len(frac)-1] == '0') {
+		return false, false
+	}
+	if len(intPart) == 1 && intPart[0] == '0' {
+		if !hasDot {
+			return !neg, false
+		}
+		lz := 0
+		for lz < len(frac) && frac[lz] == '0' {
+			lz++
+		}
+		return lz < 6, len(frac)-lz > 15
+	}
+	if len(intPart) > 21 {
+		return false, false
+	}
+	return true, len(intPart)+len(frac) > 15
+}
+
 // addDecimal adds v to the decimal digits dst[mark:].
 func addDecimal(dst []byte, mark int, v uint64) []byte {
 	for i := len(dst) - 1; i >= mark && v > 0; i-- {
@@ -945,6 +1026,8 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	objStart := c.olen()
 	base := len(c.mem)
 	keysBase := len(c.keys)
+	foldBase := len(c.folds)
+	var bloom uint64 // addFold's filter of this object's name hashes
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == '}' {
 		c.verbatim(pos, pos+1)
@@ -1021,6 +1104,13 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		pos++
+		if c.fold {
+			// Every member, left out or not: which of two folded-equal
+			// names a struct field gets depends on their order.
+			if err := c.addFold(foldBase, &bloom, key, ks, ke, esc); err != nil {
+				return pos, err
+			}
+		}
 		var child uint64
 		skip := false
 		if mask != 0 {
@@ -1046,12 +1136,12 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(pos-1, pos)
 		}
 		flushes := c.flushes
-		differs := c.v1differs
+		differs, differs2 := c.v1differs, c.v2differs
 		if pos, err = c.inlineValue(pos, child, pdepth+1); err != nil {
 			return pos, err
 		}
 		if skip {
-			c.v1differs = differs // only what is hashed counts
+			c.v1differs, c.v2differs = differs, differs2 // only what is hashed counts
 			c.flush()
 			c.out = c.out[:os-comma]
 		} else {
@@ -1106,6 +1196,11 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		break
+	}
+	if c.fold {
+		if err := c.endFolds(foldBase); err != nil {
+			return pos, err
+		}
 	}
 	if !sorted {
 		ms := c.mem[base:]
@@ -1236,13 +1331,13 @@ func (c *canonicalizer) array(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(commaPos, commaPos+1)
 		}
 		var err error
-		differs := c.v1differs
+		differs, differs2 := c.v1differs, c.v2differs
 		pos, err = c.inlineValue(pos, child, pdepth+1)
 		if err != nil {
 			return pos, err
 		}
 		if skip {
-			c.v1differs = differs // only what is hashed counts
+			c.v1differs, c.v2differs = differs, differs2 // only what is hashed counts
 			c.flush()
 			c.out = c.out[:mark]
 		} else {

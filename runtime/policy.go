@@ -57,7 +57,8 @@ type SaveRule struct {
 // 409, 425 and 429.
 var DefaultSave = SaveRule{Classes: Class2xx | Class4xx}
 
-// Saves reports whether r keeps a response with status. A class never
+// Saves reports whether r keeps a response with status (after its
+// defaults are applied: a zero rule is DefaultSave). A class never
 // includes two kinds of status, which are saved only when listed in Codes:
 // the retryable ones (408 Request Timeout, 409 Conflict, 425 Too Early,
 // 429 Too Many Requests), which say "not now", and the router's own
@@ -67,6 +68,9 @@ var DefaultSave = SaveRule{Classes: Class2xx | Class4xx}
 // to every retry of the key after the wiring is fixed. Releasing them
 // costs a handler's own 404 a second run, which had no effect either.
 func (r SaveRule) Saves(status int) bool {
+	if r.Classes == 0 && len(r.Codes) == 0 {
+		r = DefaultSave
+	}
 	if slices.Contains(r.Codes, status) {
 		return true
 	}

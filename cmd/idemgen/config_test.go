@@ -251,3 +251,28 @@ outputs:
 		}
 	}
 }
+
+// spec, like routes, reads idemgen.yaml without -spec: its spec, and the
+// annotate-mutating its outputs share (the flag replaces it).
+func TestConfigSpec(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeFile(t, "openapi.yaml", "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /orders:\n    post:\n      operationId: createOrder\n      responses: {\"200\": {description: ok}}\n")
+	writeFile(t, configFile, `version: 1
+spec: openapi.yaml
+outputs:
+  - {out: a, store: false, annotate-mutating: {ttl: 2h}}
+  - {out: b, store: false, annotate-mutating: {ttl: 2h}}
+`)
+	code, out, errs := runCLI(t, "", "spec")
+	if code != exitOK || !strings.Contains(out, "name: Idempotency-Key") || !strings.Contains(out, "ttl: 2h") {
+		t.Errorf("spec: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	code, out, errs = runCLI(t, "", "spec", "-annotate-mutating", `{"ttl": "3h"}`)
+	if code != exitOK || !strings.Contains(out, "ttl: 3h") {
+		t.Errorf("spec -annotate-mutating: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	writeFile(t, configFile, "version: 1\nspec: openapi.yaml\noutputs:\n  - {out: a, store: false, annotate-mutating: {ttl: 2h}}\n  - {out: b, store: false}\n")
+	if code, _, errs := runCLI(t, "", "spec"); code != exitUsage || !strings.Contains(errs, "different annotate-mutating values") {
+		t.Errorf("spec, outputs with different annotate-mutating: exit %d, stderr %q", code, errs)
+	}
+}

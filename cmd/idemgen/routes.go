@@ -136,6 +136,26 @@ func routeRows(m *generator.Model) []route {
 		}
 		rows = append(rows, r)
 	}
+	// The opt-outs, marked, so that a reviewer sees them too.
+	for _, o := range m.OptOuts {
+		mark := "opted out (x-idempotent: false)"
+		if o.Reason != "" {
+			mark = "opted out: " + o.Reason
+		}
+		r := route{id: o.OperationID, method: o.Method, key: mark, principal: "-", ttl: "-", lease: "-", tx: "-"}
+		switch o.Kind {
+		case generator.InPaths:
+			r.paths = []string{o.Path}
+		case generator.InWebhooks:
+			r.where = "webhook " + o.Path
+		default:
+			r.where = "callback " + o.Path
+		}
+		if r.id == "" {
+			r.id = "-"
+		}
+		rows = append(rows, r)
+	}
 	return rows
 }
 

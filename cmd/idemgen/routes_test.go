@@ -40,6 +40,11 @@ paths:
       operationId: deleteRefund
       x-idempotent: false
       responses: {"204": {description: ok}}
+  /refunds:
+    delete:
+      operationId: deleteRefunds
+      x-idempotent: {opt-out: a repeat answers 204 again}
+      responses: {"204": {description: ok}}
 webhooks:
   paid:
     post:
@@ -54,10 +59,12 @@ func TestRoutesTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errs)
 	}
-	want := `OPERATION     METHOD  PATH                               KEY                              PRINCIPAL  TTL    LEASE  TRANSACTIONAL
-createCharge  POST    /v1/charges /v2/charges            header Idempotency-Key           auth       24h    10s    yes
-paidHook      POST    webhook paid (WrapPaidHook)        header Webhook-Id                anonymous  24h    1m     no
-putRefund     PUT     /v1/refunds/{id} /v2/refunds/{id}  fields charge,amount (optional)  anonymous  1h30m  1m     no
+	want := `OPERATION      METHOD  PATH                               KEY                                    PRINCIPAL  TTL    LEASE  TRANSACTIONAL
+createCharge   POST    /v1/charges /v2/charges            header Idempotency-Key                 auth       24h    10s    yes
+paidHook       POST    webhook paid (WrapPaidHook)        header Webhook-Id                      anonymous  24h    1m     no
+putRefund      PUT     /v1/refunds/{id} /v2/refunds/{id}  fields charge,amount (optional)        anonymous  1h30m  1m     no
+deleteRefunds  DELETE  /refunds                           opted out: a repeat answers 204 again  -          -      -      -
+deleteRefund   DELETE  /refunds/{id}                      opted out (x-idempotent: false)        -          -      -      -
 `
 	if out != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out, want)
@@ -73,7 +80,9 @@ func TestRoutesMarkdown(t *testing.T) {
 		"|---|---|---|---|---|---|---|---|\n" +
 		"| createCharge | POST | `/v1/charges`<br>`/v2/charges` | header Idempotency-Key | auth | 24h | 10s | yes |\n" +
 		"| paidHook | POST | webhook paid (WrapPaidHook) | header Webhook-Id | anonymous | 24h | 1m | no |\n" +
-		"| putRefund | PUT | `/v1/refunds/{id}`<br>`/v2/refunds/{id}` | fields charge,amount (optional) | anonymous | 1h30m | 1m | no |\n"
+		"| putRefund | PUT | `/v1/refunds/{id}`<br>`/v2/refunds/{id}` | fields charge,amount (optional) | anonymous | 1h30m | 1m | no |\n" +
+		"| deleteRefunds | DELETE | `/refunds` | opted out: a repeat answers 204 again | - | - | - | - |\n" +
+		"| deleteRefund | DELETE | `/refunds/{id}` | opted out (x-idempotent: false) | - | - | - | - |\n"
 	if out != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out, want)
 	}

@@ -31,7 +31,9 @@ func specFlags(stderr io.Writer) (*flag.FlagSet, *specOpts) {
 	fs.StringVar(&o.annotate, "annotate-mutating", "", annotateMutatingUsage+"\n(give generate's value, so that the operations it protects are published with their key)")
 	remoteRefsFlag(fs, &o.allowRemote)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: idemgen spec -spec FILE [-o FILE] [-overlay] [-check] [-annotate-mutating JSON]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: idemgen spec -spec FILE [-o FILE] [-overlay] [-check] [-annotate-mutating JSON]\n"+
+			"       idemgen spec [flags]    (reads idemgen.yaml: its spec, and the annotate-mutating and\n"+
+			"                                base-path its outputs share)\n\n"+
 			"Writes the spec with the idempotency contract of every annotated operation made explicit:\n"+
 			"the key parameter, the problem responses (400, 401, 409, 413, 422, 503), the\n"+
 			"Idempotent-Replayed header on saved responses, and the resolved policy in x-idempotent.\n"+
@@ -47,13 +49,31 @@ func runSpec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if o.spec == "" || fs.NArg() > 0 || (o.checkOnly && o.out == "-") {
+	if o.checkOnly && o.out == "-" {
 		fmt.Fprintln(stderr, "idemgen spec: want -spec FILE, optionally -o FILE (-check needs one), -overlay, and nothing else")
 		fs.Usage()
 		return exitUsage
 	}
-	cfg := generator.Config{AllowRemoteRefs: o.allowRemote}
-	var ok bool
+	fc, ok := specOrConfig("idemgen spec", fs, &o.spec, &o.allowRemote, stderr)
+	if !ok {
+		return exitUsage
+	}
+	var basePaths []string
+	if fc != nil {
+		// Published as generate protects the operations: the outputs'
+		// annotate-mutating and base-path (the flag replaces the first).
+		set := given(fs)
+		var annotate string
+		var err error
+		if basePaths, annotate, err = fc.shared(set); err != nil {
+			fmt.Fprintf(stderr, "idemgen spec: %v\n", err)
+			return exitUsage
+		}
+		if !set["annotate-mutating"] {
+			o.annotate = annotate
+		}
+	}
+	cfg := generator.Config{AllowRemoteRefs: o.allowRemote, BasePaths: basePaths}
 	if cfg.AnnotateMutating, ok = annotateMutating("idemgen spec", o.annotate, stderr); !ok {
 		return exitUsage
 	}

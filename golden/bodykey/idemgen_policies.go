@@ -7,6 +7,7 @@ package bodykey
 
 import (
 	"net/http"
+	"slices"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
@@ -56,10 +57,7 @@ func Policies() []*idemrt.Policy {
 // Webhooks and callbacks have no route of their own: wrap their handlers
 // with their Wrap functions instead.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		CreateSubscriptionPolicy,
-	)
+	return idemrt.NewMiddleware(opts, routedPolicies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -70,9 +68,19 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // See idemrt.CheckCoverage.
 // Webhooks and callbacks have no route of their own and are not probed.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		CreateSubscriptionPolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, routedPolicies(), opts)
+}
+
+// routedPolicies returns the policies of Policies that have a route of their own:
+// all but those of the webhooks and callbacks.
+func routedPolicies() []*idemrt.Policy {
+	return slices.DeleteFunc(Policies(), func(p *idemrt.Policy) bool {
+		switch p {
+		case CreateSubscriptionOnEventPostPolicy, UnsubscribeCallbackPolicy:
+			return true
+		}
+		return false
+	})
 }
 
 // WrapCreateSubscription wraps h, the handler of POST /subscriptions (operationId createSubscription), with CreateSubscriptionPolicy.

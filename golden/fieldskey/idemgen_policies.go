@@ -39,10 +39,7 @@ func Policies() []*idemrt.Policy {
 // operation by method and path template and applies the operation's policy.
 // Requests of other routes pass through untouched.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		CreateShipmentPolicy,
-	)
+	return idemrt.NewMiddleware(opts, Policies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -52,9 +49,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
 // See idemrt.CheckCoverage.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		CreateShipmentPolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, Policies(), opts)
 }
 
 // WrapCreateShipment wraps h, the handler of POST /shipments (operationId createShipment), with CreateShipmentPolicy.

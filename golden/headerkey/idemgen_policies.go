@@ -74,12 +74,7 @@ func Policies() []*idemrt.Policy {
 // Requests of other routes pass through untouched.
 // It fails unless opts.Principal is set: the principal of CreateCharge is auth.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		CreateChargePolicy,
-		FindChargeByIDAndDeletePolicy,
-		PostChargesChargeIDRefundsPolicy,
-	)
+	return idemrt.NewMiddleware(opts, Policies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -89,11 +84,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
 // See idemrt.CheckCoverage.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		CreateChargePolicy,
-		FindChargeByIDAndDeletePolicy,
-		PostChargesChargeIDRefundsPolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, Policies(), opts)
 }
 
 // WrapCreateCharge wraps h, the handler of POST /charges (operationId create-charge), with CreateChargePolicy.

@@ -51,11 +51,7 @@ func Policies() []*idemrt.Policy {
 // operation by method and path template and applies the operation's policy.
 // Requests of other routes pass through untouched.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		OrdersCreatePolicy,
-		OrdersItemsUpdatePolicy,
-	)
+	return idemrt.NewMiddleware(opts, Policies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -65,10 +61,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
 // See idemrt.CheckCoverage.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		OrdersCreatePolicy,
-		OrdersItemsUpdatePolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, Policies(), opts)
 }
 
 // WrapOrdersCreate wraps h, the handler of POST /orders (operationId orders.create), with OrdersCreatePolicy.

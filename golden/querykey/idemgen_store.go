@@ -16,9 +16,10 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// Schema is the DDL of the order_keys table and its message-consumer table
-// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS, so it
-// can run at every start-up (see ApplySchema) or go into a migration tool.
+// Schema is the DDL of the order_keys table, its message-consumer table
+// and its outbox table (idemgen_schema.sql). Every statement is CREATE ...
+// IF NOT EXISTS, so it can run at every start-up (see ApplySchema) or go
+// into a migration tool.
 //
 //go:embed idemgen_schema.sql
 var Schema string

@@ -48,9 +48,7 @@ func Policies() []*idemrt.Policy {
 // Webhooks and callbacks have no route of their own: wrap their handlers
 // with their Wrap functions instead.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-	)
+	return idemrt.NewMiddleware(opts)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -61,7 +59,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // See idemrt.CheckCoverage.
 // Webhooks and callbacks have no route of their own and are not probed.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{}, opts)
+	return idemrt.CheckCoverage(h, nil, opts)
 }
 
 // WrapPaymentSucceeded wraps h, the handler of the webhook paymentSucceeded (POST) (operationId payment-succeeded), with PaymentSucceededPolicy.

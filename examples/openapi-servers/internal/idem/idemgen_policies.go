@@ -48,11 +48,7 @@ func Policies() []*idemrt.Policy {
 // operation by method and path template and applies the operation's policy.
 // Requests of other routes pass through untouched.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		CreateOrderPolicy,
-		RefundOrderPolicy,
-	)
+	return idemrt.NewMiddleware(opts, Policies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -62,10 +58,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
 // See idemrt.CheckCoverage.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		CreateOrderPolicy,
-		RefundOrderPolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, Policies(), opts)
 }
 
 // WrapCreateOrder wraps h, the handler of POST /orders (operationId createOrder), with CreateOrderPolicy.

@@ -66,12 +66,7 @@ func Policies() []*idemrt.Policy {
 // Requests of other routes pass through untouched.
 // It fails unless opts.Principal is set: the principal of CreateCharge and CreateRefund is auth.
 func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
-	return idemrt.NewMiddleware(
-		opts,
-		CreateChargePolicy,
-		CreateRefundPolicy,
-		ReceivePaymentEventPolicy,
-	)
+	return idemrt.NewMiddleware(opts, Policies()...)
 }
 
 // CheckCoverage proves, in a test, that h (the whole handler stack your server
@@ -81,11 +76,7 @@ func Middleware(opts idemrt.Options) (func(http.Handler) http.Handler, error) {
 // give Options.BasePaths, and opts.Prepare the credentials your stack asks for.
 // See idemrt.CheckCoverage.
 func CheckCoverage(h http.Handler, opts idemrt.CoverageOptions) error {
-	return idemrt.CheckCoverage(h, []*idemrt.Policy{
-		CreateChargePolicy,
-		CreateRefundPolicy,
-		ReceivePaymentEventPolicy,
-	}, opts)
+	return idemrt.CheckCoverage(h, Policies(), opts)
 }
 
 // WrapCreateCharge wraps h, the handler of POST /v1/charges (operationId createCharge), with CreateChargePolicy.
