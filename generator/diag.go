@@ -5,25 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/idemgen/idemgen/generator/internal/location"
 )
 
 // Pos is a place in a spec file. Line and Col are 1-based; zero means
 // unknown (the diagnostic then names the file, or the line, alone).
-type Pos struct {
-	File string
-	Line int
-	Col  int
-}
-
-func (p Pos) String() string {
-	switch {
-	case p.Line == 0:
-		return p.File
-	case p.Col == 0:
-		return fmt.Sprintf("%s:%d", p.File, p.Line)
-	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-}
+type Pos = location.Pos
 
 // Severity says what a diagnostic stops.
 type Severity int

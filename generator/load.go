@@ -84,7 +84,7 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 
 // load loads the document, and the files its $refs name, and returns a
 // builder for it; its errors are Diagnostics. The loader records no
-// positions (see locate.go).
+// positions (see package location).
 func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	files := newSpecFiles(cfg, data)
 	var doc *openapi3.T
@@ -120,7 +120,7 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 			d.Pos = p
 		}
 		if d.Pos.Line > 0 {
-			d.Frame = files.main.frame(d.Pos)
+			d.Frame = files.main.Frame(d.Pos)
 		}
 		return nil, append(Diagnostics{d}, dups.list...).sorted()
 	}

@@ -34,6 +34,7 @@ Usage:
   idemgen routes -spec FILE [-markdown]
   idemgen spec -spec FILE [-o FILE] [-overlay] [-annotate-mutating JSON]
   idemgen probe -spec FILE -base URL [-H 'Name: value' ...] [-full]
+  idemgen keys inspect|release|purge|help -dsn DSN -op OPERATION -key KEY [flags]
   idemgen version
   idemgen help [generate|lint|routes|spec|probe]
 
@@ -72,6 +73,10 @@ probe sends a running deployment the probes CheckCoverage sends in process
 (refused by the middleware before any handler runs) and lists every
 annotated operation it does not prove protected, and why; exit 1 if any.
 
+keys inspects, releases or purges one idempotency record in a PostgreSQL,
+MySQL, SQLite or Redis store (idemgen keys help); it runs the command
+idemgen-keys, which holds the database drivers so that idemgen builds none.
+
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
 `
@@ -92,6 +97,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSpec(ctx, args[1:], stdin, stdout, stderr)
 	case "probe":
 		return runProbe(ctx, args[1:], stdin, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", generator.Version())
 		return exitOK
