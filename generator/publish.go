@@ -527,17 +527,10 @@ func saved(rule SaveRule, key string) bool {
 		return rule.Classes&(1<<(key[0]-'1')) != 0
 	}
 	code, err := strconv.Atoi(key)
-	if err != nil || code < 100 || code > 599 {
+	if err != nil {
 		return false
 	}
-	if slices.Contains(rule.Codes, code) {
-		return true
-	}
-	switch code {
-	case 408, 409, 425, 429:
-		return false
-	}
-	return rule.Classes&(1<<(code/100-1)) != 0
+	return idemrt.SaveRule{Classes: idemrt.StatusClass(rule.Classes), Codes: rule.Codes}.Saves(code)
 }
 
 // summary returns the fields of the policy summary that the operation's

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,6 +155,8 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		err := idemrt.CheckCoverage(rt, []*idemrt.Policy{p}, idemrt.CoverageOptions{})
 		if netErr := rt.failure(); netErr != nil {
 			err = netErr
+		} else if why := rt.stripped(p); err == nil && why != "" {
+			err = errors.New(why)
 		}
 		paths := fullPaths(op)
 		if err != nil {
@@ -214,11 +217,14 @@ type remote struct {
 
 	mu  sync.Mutex
 	err error
+	// refusal is the problem type of the last answer to a probe that is
+	// not the IDEMGEN-PROBE follow-up.
+	refusal string
 }
 
 func (rt *remote) reset() {
 	rt.mu.Lock()
-	rt.err = nil
+	rt.err, rt.refusal = nil, ""
 	rt.mu.Unlock()
 }
 
@@ -296,7 +302,34 @@ func (rt *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(res.StatusCode)
-	_, _ = io.Copy(w, io.LimitReader(res.Body, 1<<16))
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+	_, _ = w.Write(body)
+	if r.Method != "IDEMGEN-PROBE" {
+		var pb idemrt.Problem
+		_ = json.Unmarshal(body, &pb)
+		rt.mu.Lock()
+		rt.refusal = pb.Type
+		rt.mu.Unlock()
+	}
+}
+
+// stripped says why a refused probe of a header or query key still does
+// not prove the operation: the key it carried did not reach the
+// middleware (key-missing instead of key-malformed), so a gateway or
+// proxy in front removes it and every real request is refused too.
+func (rt *remote) stripped(p *idemrt.Policy) string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.refusal != idemrt.ProblemKeyMissing {
+		return ""
+	}
+	switch p.Key {
+	case idemrt.KeyFromHeader:
+		return "header stripped: the probe's " + p.KeyName + " header did not reach the middleware (it answered key-missing): a gateway or proxy in front removes it, so every request with a key is refused"
+	case idemrt.KeyFromQuery:
+		return "query parameter stripped: the probe's " + p.KeyName + " did not reach the middleware (it answered key-missing): a gateway or proxy in front removes it"
+	}
+	return ""
 }
 
 // fullCheck sends real requests to an operation with a header or query

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -84,6 +86,20 @@ func TestProbe(t *testing.T) {
 	code, out = probe(t, p.base+"/api", creds()...)
 	if code != 1 || strings.Count(out, "NOT PROVEN: answered 404") != 3 {
 		t.Fatalf("under a wrong base path: exit %d\n%s", code, out)
+	}
+
+	// A gateway that strips Idempotency-Key: the middleware refuses the
+	// probe (key-missing), but no real request's key would reach it.
+	target, _ := url.Parse(p.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Idempotency-Key")
+		proxy.ServeHTTP(w, r)
+	}))
+	defer gateway.Close()
+	code, out = probe(t, gateway.URL, creds()...)
+	if code != 1 || !strings.Contains(out, "createCharge") || !strings.Contains(out, "header stripped") || strings.Count(out, "PROTECTED") != 2 {
+		t.Fatalf("behind a gateway that strips the key header: exit %d\n%s", code, out)
 	}
 
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -488,14 +488,24 @@ func (t *storeTx) Rollback(ctx context.Context) error { return t.tx.Rollback() }
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency
-// record, or not at all.
+// record, or not at all. ok is false when the request has no transaction
+// (the operation is not transactional, or the handler is not behind the
+// middleware). It panics with an *idemrt.ForeignTxError when the request
+// has a transaction of another store (the middleware's Options.Store is
+// not this package's Store: a test serving with another dialect's output,
+// or a MemoryStore): the handler would otherwise write outside the
+// transaction without a word. The wrapper then rolls back and releases the
+// key, and net/http answers the panic.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	t, ok := idemrt.TxFromContext(ctx)
 	if !ok {
 		return nil, false
 	}
 	tx, ok := t.Handle().(*sql.Tx)
-	return tx, ok
+	if !ok || tx == nil {
+		panic(&idemrt.ForeignTxError{Store: "MySQL", Want: "*sql.Tx", Handle: t.Handle()})
+	}
+	return tx, true
 }
 
 // MarkProcessed records, inside tx, that consumer processed messageID

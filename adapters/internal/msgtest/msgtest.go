@@ -184,7 +184,7 @@ func Postgres(t testing.TB) *Backend {
 	}
 	return &Backend{
 		Name:  "postgres",
-		Store: pgMessages{st},
+		Store: st,
 		Pool:  pool,
 		Write: func(ctx context.Context, id string) error {
 			tx, ok := postgres.TxFromContext(ctx)
@@ -226,18 +226,6 @@ func env(t testing.TB, name, what string) string {
 		t.Skipf("%s not set (%s)", name, what)
 	}
 	return v
-}
-
-// pgMessages is the rendered store with MarkProcessed as a method.
-// TEMPORARY until the rendered store implements idemrt.MessageStore.
-type pgMessages struct{ *postgres.Store }
-
-func (s pgMessages) MarkProcessed(ctx context.Context, tx idemrt.Tx, consumer, id string) (bool, error) {
-	ptx, ok := tx.Handle().(pgx.Tx)
-	if !ok {
-		return false, fmt.Errorf("not a pgx transaction: %T", tx.Handle())
-	}
-	return postgres.MarkProcessed(ctx, ptx, consumer, id)
 }
 
 // Compare measures a consumer with and without deduplication: it calls
