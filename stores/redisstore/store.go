@@ -172,14 +172,14 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	addr := c.Options().Addr
 	role, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+		return checkError(addr, "ROLE", err)
 	}
 	if len(role) == 0 || role[0] != "master" {
 		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", addr, role)
 	}
 	text, err := c.Info(ctx, "server", "memory", "persistence", "replication").Result()
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+		return checkError(addr, "INFO", err)
 	}
 	info := parseInfo(text)
 	if err := checkVersion(addr, info["redis_version"]); err != nil {
@@ -218,6 +218,19 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	return nil
 }
 
+// checkError wraps the error of command, one of New's checks. A server
+// whose ACL denies it to the store's user (NOPERM) is refused with the rule
+// that grants it: New does not start on a server it could not check.
+func checkError(addr, command string, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOPERM") {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w; New needs %s (with ROLE and INFO it checks the role, version, "+
+			"maxmemory-policy and persistence of every primary): grant it to this user (ACL SETUSER <user> +role +info, or the managed service's equivalent)",
+			addr, err, command)
+	}
+	return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+}
+
 // checkVersion refuses a server older than Redis 7: the scripts' flags
 // (scripts.go) need 7.0, and an older server would refuse every script.
 func checkVersion(addr, version string) error {
@@ -244,7 +257,7 @@ func parseInfo(text string) map[string]string {
 func checkNotCluster(ctx context.Context, c *redis.Client) error {
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", c.Options().Addr, err)
+		return checkError(c.Options().Addr, "INFO", err)
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		return fmt.Errorf("idempotency store: the Redis server %s is a Redis Cluster node; use a cluster client (redis-cluster://host:port,...)", c.Options().Addr)
