@@ -27,6 +27,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"relay", "-dsn", "postgres://x", "-crash-at", "after-commit"}, "", `unknown point (known: after-publish)`},
 		{[]string{"consume", "-dsn", "postgres://x"}, "after-publish:2", `unknown point (known: after-commit)`},
 		{[]string{"consume", "-dsn", "postgres://x", "extra"}, "", `unexpected argument "extra"`},
+		{[]string{"consume", "-dsn", "postgres://x", "-max-conns", "0"}, "", "-max-conns must be 1 to 1000"},
+		{[]string{"consume", "-dsn", "postgres://x", "-ack-wait", "0s"}, "", "-ack-wait positive"},
 	} {
 		env["LEDGER_CRASH_AT"] = c.env
 		var out strings.Builder
