@@ -17,7 +17,7 @@ import (
 // baseline: no origins, as Generate loads), Generate with every mutating
 // operation annotated (policies and a PostgreSQL store), and Lint (a
 // finding, with its position, for every mutating operation). Positions are
-// read from the text, and only where a diagnostic needs one (locate.go).
+// read from the text, and only where a diagnostic needs one (package location).
 // cpu-ns/op is the process's CPU time per operation (every thread,
 // garbage collection included), steadier than ns/op on a shared machine.
 // The ratios sub-benchmark runs the three in turn in every iteration, each

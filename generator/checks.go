@@ -162,7 +162,7 @@ func (b *builder) checkRuntime(r *opRef, o *Operation, m *merged, at locator) {
 		if fe.Section == "route" {
 			continue
 		}
-		b.d.add(b.fieldPos(r, m, at, fe.Field), "%s: the middleware would refuse this policy at start-up: %s", extOp, fe.Msg)
+		b.d.addCause(b.fieldPos(r, m, at, fe.Field), fe, "%s: the middleware would refuse this policy at start-up: %s", extOp, fe.Msg)
 	}
 }
 
@@ -339,7 +339,7 @@ func (b *builder) checkKeyParam(r *opRef, o *Operation, k *keySpec, pos Pos) {
 				extOp, in, describeRef(r), in, k.name, meant, meant, k.name)
 			return
 		}
-		b.w.add(pos, "warning: %s.key.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s; idemgen spec publishes it)",
+		b.w.addAs(SeverityWarning, pos, "%s.key.%s: %s does not declare the %s parameter %s, so clients generated from the spec will not know to send it (declare it in the operation's parameters, in: %s; idemgen spec publishes it)",
 			extOp, in, describeRef(r), in, k.name, in)
 		return
 	}
@@ -375,7 +375,7 @@ func (b *builder) reportOptionalKeys() {
 		if len(ops) > 1 {
 			what = fmt.Sprintf("%d operations (%s)", len(ops), strings.Join(ops, ", "))
 		}
-		b.w.add(at, "warning: the %s parameter %s is declared optional (no required: true), but %s requires it on %s: a client that leaves it out gets 400; declare it required (idemgen spec publishes it required), or write required: false in the annotation if a request without a key should run unprotected",
+		b.w.addAs(SeverityWarning, at, "the %s parameter %s is declared optional (no required: true), but %s requires it on %s: a client that leaves it out gets 400; declare it required (idemgen spec publishes it required), or write required: false in the annotation if a request without a key should run unprotected",
 			list[0].in, list[0].name, extOp, what)
 	}
 }

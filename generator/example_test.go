@@ -34,6 +34,7 @@ paths:
 	// Output:
 	// idemgen_codec.go
 	// idemgen_db.go
+	// idemgen_outbox.go
 	// idemgen_policies.go
 	// idemgen_queries.sql
 	// idemgen_queries.sql.go

@@ -11,34 +11,35 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/idemgen/idemgen/generator/internal/location"
 )
 
 // specFiles are the files of one spec: its main document and the files its
 // $refs name, each read once and kept for placing diagnostics.
 type specFiles struct {
-	main   *source
-	byName map[string]*source
-	read   []*source // in the order the loader read them, main first
+	main   *location.Source
+	byName map[string]*location.Source
+	read   []*location.Source // in the order the loader read them, main first
 	// dir is the absolute folder of the main document: local $refs may
 	// name files under it only.
 	dir         string
 	allowRemote bool
 	// last is the file the loader was given last: a YAML error is in it
 	// (the loader parses each file right after reading it).
-	last *source
+	last *location.Source
 	// noPos, while set, makes find return the main file alone: the
 	// positions of a run that will report nothing are never read.
 	noPos bool
 	// loadText replaces, for the loader, the text of files whose
 	// repeated keys have been reported (see give and dedupe); repeats are
 	// those reports.
-	loadText map[*source][]byte
+	loadText map[*location.Source][]byte
 	repeats  Diagnostics
 	// unrefs are the $refs the loader could not follow, reported and
 	// hidden from it (see unref).
@@ -46,8 +47,8 @@ type specFiles struct {
 }
 
 func newSpecFiles(cfg Config, data []byte) *specFiles {
-	main := newSource(cfg.Spec, data)
-	fs := &specFiles{main: main, byName: map[string]*source{filepath.Clean(cfg.Spec): main}, read: []*source{main}, allowRemote: cfg.AllowRemoteRefs}
+	main := location.NewSource(cfg.Spec, data)
+	fs := &specFiles{main: main, byName: map[string]*location.Source{filepath.Clean(cfg.Spec): main}, read: []*location.Source{main}, allowRemote: cfg.AllowRemoteRefs}
 	if abs, err := filepath.Abs(filepath.Dir(cfg.Spec)); err == nil {
 		fs.dir = realPath(abs)
 	}
@@ -143,7 +144,7 @@ func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
 const maxRemoteBytes = 64 << 20
 
 func (fs *specFiles) add(name string, data []byte) []byte {
-	s := newSource(name, data)
+	s := location.NewSource(name, data)
 	fs.byName[name] = s
 	fs.read = append(fs.read, s)
 	return fs.give(s)
@@ -151,27 +152,27 @@ func (fs *specFiles) add(name string, data []byte) []byte {
 
 // give returns the text of s for the loader. A JSON file is checked for
 // repeated keys the first time it is given: the loader would keep the last
-// of each silently (see jsondup.go).
-func (fs *specFiles) give(s *source) []byte {
+// of each silently (see location.JSONRepeats).
+func (fs *specFiles) give(s *location.Source) []byte {
 	fs.last = s
-	if !s.checked {
-		s.checked = true
+	if !s.Checked {
+		s.Checked = true
 		// jsonRepeats gives up at the first byte that is not JSON, at
 		// once for a YAML document's first key.
-		if reps, ok := jsonRepeats(s.text); ok && len(reps) > 0 {
+		if reps, ok := location.JSONRepeats(s.Text); ok && len(reps) > 0 {
 			fs.repeats = append(fs.repeats, repeatDiags(s, reps, "JSON", "object")...)
-			fs.setLoadText(s, dropRepeats(s.text, reps))
+			fs.setLoadText(s, location.DropRepeats(s.Text, reps))
 		}
 	}
 	if t, ok := fs.loadText[s]; ok {
 		return t
 	}
-	return s.text
+	return s.Text
 }
 
-func (fs *specFiles) setLoadText(s *source, text []byte) {
+func (fs *specFiles) setLoadText(s *location.Source, text []byte) {
 	if fs.loadText == nil {
-		fs.loadText = map[*source][]byte{}
+		fs.loadText = map[*location.Source][]byte{}
 	}
 	fs.loadText[s] = text
 }
@@ -196,14 +197,14 @@ func (fs *specFiles) dedupe(err error) bool {
 		}
 	}
 	var root yaml.Node
-	if yaml.Unmarshal(s.text, &root) != nil {
+	if yaml.Unmarshal(s.Text, &root) != nil {
 		return false
 	}
-	reps, ok := yamlRepeats(s, &root)
+	reps, ok := location.YAMLRepeats(s, &root)
 	if !ok || len(reps) == 0 {
 		return false
 	}
-	text := dropRepeats(s.text, reps)
+	text := location.DropRepeats(s.Text, reps)
 	// Blanking an entry whose key is written in an unusual way (an
 	// explicit ? key) could change what the rest means; then the repeats
 	// are reported as the load error they are.
@@ -211,7 +212,7 @@ func (fs *specFiles) dedupe(err error) bool {
 	if yaml.Unmarshal(text, &again) != nil {
 		return false
 	}
-	if left, ok := yamlRepeats(newSource(s.name, text), &again); !ok || len(left) > 0 {
+	if left, ok := location.YAMLRepeats(location.NewSource(s.Name, text), &again); !ok || len(left) > 0 {
 		return false
 	}
 	fs.repeats = append(fs.repeats, repeatDiags(s, reps, "YAML", "mapping")...)
@@ -247,14 +248,15 @@ func (fs *specFiles) loadErrors(err error) Diagnostics {
 		ds = Diagnostics{{Pos: fs.fragmentPos(err.Error()), Msg: prefix + err.Error()}}
 	}
 	for i := range ds {
+		ds[i].Cause = err
 		if s := fs.byName[filepath.Clean(ds[i].Pos.File)]; s != nil && ds[i].Pos.Line > 0 {
-			ds[i].Frame = s.frame(ds[i].Pos)
+			ds[i].Frame = s.Frame(ds[i].Pos)
 		}
 	}
 	return ds.sorted()
 }
 
-func yamlDiag(s *source, e *yaml.LoadError, prefix string) Diagnostic {
+func yamlDiag(s *location.Source, e *yaml.LoadError, prefix string) Diagnostic {
 	msg := e.Message
 	if e.ContextMsg != "" && e.ContextMark.Line > 0 && e.ContextMark != e.Mark {
 		msg += fmt.Sprintf(" (%s at line %d)", e.ContextMsg, e.ContextMark.Line)
@@ -266,7 +268,7 @@ func yamlDiag(s *source, e *yaml.LoadError, prefix string) Diagnostic {
 	case e.Stage == yaml.ConstructorStage:
 		kind = "wrong type: "
 	}
-	return Diagnostic{Pos: Pos{File: s.name, Line: e.Mark.Line, Col: e.Mark.Column}, Msg: prefix + kind + msg}
+	return Diagnostic{Pos: Pos{File: s.Name, Line: e.Mark.Line, Col: e.Mark.Column}, Msg: prefix + kind + msg}
 }
 
 // refPos is where a $ref naming target (as the loader resolved it) is
@@ -275,42 +277,17 @@ func (fs *specFiles) refPos(target string) Pos {
 	for _, s := range fs.read {
 		ref := target
 		if !isRemote(target) {
-			rel, err := filepath.Rel(filepath.Dir(s.name), target)
+			rel, err := filepath.Rel(filepath.Dir(s.Name), target)
 			if err != nil {
 				continue
 			}
 			ref = filepath.ToSlash(rel)
 		}
-		if p, ok := s.findRef(ref); ok {
+		if p, ok := s.FindRef(ref); ok {
 			return p
 		}
 	}
-	return Pos{File: fs.main.name}
-}
-
-// findRef finds a $ref value starting with ref (quoted or not; a fragment
-// may follow it) in s's text: the position of its opening quote, if any.
-func (s *source) findRef(ref string) (Pos, bool) {
-	for _, q := range []string{`"`, `'`, ` `, `./`} {
-		needle := []byte(q + ref)
-		for from := 0; ; {
-			i := bytes.Index(s.text[from:], needle)
-			if i < 0 {
-				break
-			}
-			i += from
-			from = i + 1
-			end := i + len(needle)
-			if end < len(s.text) && strings.IndexByte("\"'#\r\n ,}", s.text[end]) < 0 {
-				continue // a longer name
-			}
-			if q == ` ` {
-				i++
-			}
-			return s.pos(i), true
-		}
-	}
-	return Pos{}, false
+	return Pos{File: fs.main.Name}
 }
 
 var fragmentInError = regexp.MustCompile(`"([^"\s]*#/[^"]+)"`)
@@ -321,12 +298,12 @@ func (fs *specFiles) fragmentPos(msg string) Pos {
 	m := fragmentInError.FindAllStringSubmatch(msg, -1)
 	for i := len(m) - 1; i >= 0; i-- {
 		for _, s := range fs.read {
-			if p, ok := s.findRef(m[i][1]); ok {
+			if p, ok := s.FindRef(m[i][1]); ok {
 				return p
 			}
 		}
 	}
-	return Pos{File: fs.main.name}
+	return Pos{File: fs.main.Name}
 }
 
 // unref handles a load error caused by $refs the loader cannot follow (a
@@ -339,7 +316,7 @@ func (fs *specFiles) fragmentPos(msg string) Pos {
 func (fs *specFiles) unref(err error) bool {
 	var re *refError
 	type site struct {
-		s   *source
+		s   *location.Source
 		off int
 	}
 	var sites []site
@@ -349,7 +326,7 @@ func (fs *specFiles) unref(err error) bool {
 		msg = re.msg
 		for _, s := range fs.read {
 			for _, ref := range refSpellings(s, re.target) {
-				for _, off := range s.findRefs(ref) {
+				for _, off := range s.FindRefs(ref) {
 					sites = append(sites, site{s, off})
 				}
 			}
@@ -362,28 +339,28 @@ func (fs *specFiles) unref(err error) bool {
 		ref := m[len(m)-1][1]
 		msg = "$ref " + ref + ": " + err.Error()
 		for _, s := range fs.read {
-			for _, off := range s.findRefs(ref) {
+			for _, off := range s.FindRefs(ref) {
 				sites = append(sites, site{s, off})
 			}
 		}
 	}
 	n := 0
 	for _, st := range sites {
-		key := refKeyBefore(st.s.text, st.off)
+		key := location.RefKeyBefore(st.s.Text, st.off)
 		if key < 0 {
 			continue
 		}
 		text, ok := fs.loadText[st.s]
 		if !ok {
-			text = bytes.Clone(st.s.text)
+			text = bytes.Clone(st.s.Text)
 		}
 		if string(text[key:key+4]) != "$ref" {
 			continue // hidden already
 		}
 		copy(text[key:], "x-rf")
 		fs.setLoadText(st.s, text)
-		p := st.s.pos(st.off)
-		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.frame(p)})
+		p := st.s.Pos(st.off)
+		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.Frame(p), Cause: err})
 		n++
 	}
 	return n > 0
@@ -392,12 +369,12 @@ func (fs *specFiles) unref(err error) bool {
 // refSpellings are the ways a $ref in s may name the file target (as the
 // loader resolved it): relative to s's folder, with or without ./, or
 // absolute, as a path or a file:// URL.
-func refSpellings(s *source, target string) []string {
+func refSpellings(s *location.Source, target string) []string {
 	if isRemote(target) {
 		return []string{target}
 	}
 	var out []string
-	if rel, err := filepath.Rel(filepath.Dir(s.name), target); err == nil {
+	if rel, err := filepath.Rel(filepath.Dir(s.Name), target); err == nil {
 		out = append(out, filepath.ToSlash(rel))
 	}
 	if abs, err := filepath.Abs(target); err == nil {
@@ -406,57 +383,16 @@ func refSpellings(s *source, target string) []string {
 	return out
 }
 
-// findRefs returns the offsets of every $ref value in s that is ref, or
-// ref followed by a fragment (quoted or not, with ./ before a relative
-// path or not): where the value (its opening quote) starts.
-func (s *source) findRefs(ref string) []int {
-	var out []int
-	seen := map[int]bool{}
-	for _, q := range []string{`"`, `'`, ` `, `"./`, `'./`, ` ./`} {
-		needle := []byte(q + ref)
-		for from := 0; ; {
-			i := bytes.Index(s.text[from:], needle)
-			if i < 0 {
-				break
-			}
-			i += from
-			from = i + 1
-			end := i + len(needle)
-			if end < len(s.text) && strings.IndexByte("\"'#\r\n ,}", s.text[end]) < 0 {
-				continue // a longer name
-			}
-			if q[0] == ' ' {
-				i++
-			}
-			if !seen[i] && refKeyBefore(s.text, i) >= 0 {
-				seen[i] = true
-				out = append(out, i)
-			}
-		}
+// repeatDiags reports each repeat of s, at the repeated key, with its line
+// shown. lang and kind name the syntax: "YAML", "mapping" or "JSON",
+// "object".
+func repeatDiags(s *location.Source, reps []location.Repeat, lang, kind string) Diagnostics {
+	var ds Diagnostics
+	for _, r := range reps {
+		p := s.Pos(r.At)
+		ds = append(ds, Diagnostic{Pos: p, Frame: s.Frame(p), Msg: fmt.Sprintf(
+			"invalid %s: %s key %q already defined at line %d (the rest of the document is checked with the last one)",
+			lang, kind, r.Key, s.Pos(r.Prev).Line)})
 	}
-	slices.Sort(out)
-	return out
-}
-
-// refKeyBefore returns the offset of the $ref key whose value starts at
-// off ($ref: x, "$ref": "x", {$ref: 'x'}), or -1.
-func refKeyBefore(t []byte, off int) int {
-	i := off - 1
-	for i >= 0 && (t[i] == ' ' || t[i] == '\t') {
-		i--
-	}
-	if i < 0 || t[i] != ':' {
-		return -1
-	}
-	i--
-	for i >= 0 && (t[i] == ' ' || t[i] == '\t') {
-		i--
-	}
-	if i >= 0 && (t[i] == '"' || t[i] == '\'') {
-		i--
-	}
-	if i >= 3 && string(t[i-3:i+1]) == "$ref" {
-		return i - 3
-	}
-	return -1
+	return ds
 }

@@ -115,7 +115,7 @@ func TestLocalRefs(t *testing.T) {
 		}
 		_, err := Generate(context.Background(), Config{Spec: spec, Package: "api", SkipStore: true})
 		var ds Diagnostics
-		if !errors.As(err, &ds) || len(ds) != 1 || ds[0].Pos != (Pos{paths, 4, 23}) || !strings.Contains(ds[0].Msg, want) {
+		if !errors.As(err, &ds) || len(ds) != 1 || ds[0].Pos != (Pos{File: paths, Line: 4, Col: 23}) || !strings.Contains(ds[0].Msg, want) {
 			t.Errorf("$ref %s: got %v, want %s at %s:4:23", body, err, want, paths)
 		}
 	}

@@ -51,9 +51,9 @@ func TestLocateNeverPanics(t *testing.T) {
 		for _, keys := range [][]string{{"x"}, {"x", "a"}, {"x", "a", "b"}, {"x", "y", "z"}} {
 			fs.find(keys...)
 		}
-		fs.main.frame(Pos{Line: 1, Col: 99})
-		fs.main.frame(Pos{Line: 9, Col: 1})
-		fs.main.frame(Pos{Line: 1, Col: 1})
+		fs.main.Frame(Pos{Line: 1, Col: 99})
+		fs.main.Frame(Pos{Line: 9, Col: 1})
+		fs.main.Frame(Pos{Line: 1, Col: 1})
 	}
 }
 
@@ -78,9 +78,9 @@ func FuzzLocate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte, k1, k2, k3, k4 string) {
 		fs := testFiles(string(text), "other.yaml", string(text))
 		p := fs.find(k1, k2, k3, k4)
-		fs.main.frame(p)
+		fs.main.Frame(p)
 		if p.Line > 0 {
-			if off := fs.main.offset(p.Line, p.Col); off < 0 {
+			if off := fs.main.Offset(p.Line, p.Col); off < 0 {
 				t.Fatalf("%v is not in the text", p)
 			}
 		}

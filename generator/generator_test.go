@@ -113,19 +113,19 @@ func testLocateYAMLAndFlow(t *testing.T, eol string) {
 	if got := at("x-idempotent"); got != base {
 		t.Errorf("x-idempotent at %v", got)
 	}
-	if got := at("x-idempotent", "ttl"); got != (Pos{"s.yaml", 8, 9}) {
+	if got := at("x-idempotent", "ttl"); got != (Pos{File: "s.yaml", Line: 8, Col: 9}) {
 		t.Errorf("ttl at %v", got)
 	}
-	if got := at("x-idempotent", "key", "fields"); got != (Pos{"s.yaml", 7, 11}) {
+	if got := at("x-idempotent", "key", "fields"); got != (Pos{File: "s.yaml", Line: 7, Col: 11}) {
 		t.Errorf("key.fields at %v", got)
 	}
 	if got := at("x-idempotent", "nope"); got != base {
 		t.Errorf("missing key at %v, want the base", got)
 	}
-	if got := at("x-flow", "ttl"); got != (Pos{"s.yaml", 10, 34}) {
+	if got := at("x-flow", "ttl"); got != (Pos{File: "s.yaml", Line: 10, Col: 34}) {
 		t.Errorf("flow ttl at %v", got)
 	}
-	if got := at("x-flow", "key", "header"); got != (Pos{"s.yaml", 10, 22}) {
+	if got := at("x-flow", "key", "header"); got != (Pos{File: "s.yaml", Line: 10, Col: 22}) {
 		t.Errorf("flow key.header at %v", got)
 	}
 }
@@ -153,10 +153,10 @@ x-items:
 		keys []string
 		want Pos
 	}{
-		{[]string{"paths", "/orders", "post", "x-idempotent", "ttl"}, Pos{orders, 3, 18}},
-		{[]string{"paths", "/items", "put", "x-idempotent", "ttl"}, Pos{orders, 7, 7}},
-		{[]string{"paths", "/items", "get"}, Pos{orders, 4, 1}}, // the path item it names
-		{[]string{"paths", "/loop", "post"}, Pos{"s.yaml", 7, 3}},
+		{[]string{"paths", "/orders", "post", "x-idempotent", "ttl"}, Pos{File: orders, Line: 3, Col: 18}},
+		{[]string{"paths", "/items", "put", "x-idempotent", "ttl"}, Pos{File: orders, Line: 7, Col: 7}},
+		{[]string{"paths", "/items", "get"}, Pos{File: orders, Line: 4, Col: 1}}, // the path item it names
+		{[]string{"paths", "/loop", "post"}, Pos{File: "s.yaml", Line: 7, Col: 3}},
 	} {
 		if got := fs.find(c.keys...); got != c.want {
 			t.Errorf("%v at %v, want %v", c.keys, got, c.want)
@@ -173,7 +173,7 @@ func TestLocateJSONWithSurrogates(t *testing.T) {
     "/\u00e9": {"post": {"x-idempotent": {"ttl": 3}}}
   }
 }`)
-	if got := fs.find("paths", "/é", "post", "x-idempotent", "ttl"); got != (Pos{"s.yaml", 4, 43}) {
+	if got := fs.find("paths", "/é", "post", "x-idempotent", "ttl"); got != (Pos{File: "s.yaml", Line: 4, Col: 43}) {
 		t.Errorf("ttl at %v", got)
 	}
 }

@@ -68,7 +68,7 @@ func (b *builder) streamingSkipped(r *opRef) bool {
 	if media == "" {
 		return false
 	}
-	b.w.add(b.at(r.keys...), "warning: -annotate-mutating: %s%s left unannotated: its %s response streams (%s); %s",
+	b.w.addAs(SeverityWarning, b.at(r.keys...), "-annotate-mutating: %s%s left unannotated: its %s response streams (%s); %s",
 		describeRef(r), opIDSuffix(r.op.OperationID), status, media, streamingWhy)
 	return true
 }
@@ -132,7 +132,7 @@ func (b *builder) lintDelete(r *opRef) {
 			}
 		}
 	}
-	b.advice.add(b.responsePos(r, "404"), "finding: DELETE %s%s documents 404: a client whose delete succeeded but whose response was lost retries and gets 404, and cannot tell \"deleted\" from \"never existed\"; answer 204 for a resource that is already gone (and say so in the 204's description), or annotate the operation with %s so that a retry replays the first answer (or, if the 404 is what you mean, say why: %s: {opt-out: reason})",
+	b.advice.addAs(SeverityFinding, b.responsePos(r, "404"), "DELETE %s%s documents 404: a client whose delete succeeded but whose response was lost retries and gets 404, and cannot tell \"deleted\" from \"never existed\"; answer 204 for a resource that is already gone (and say so in the 204's description), or annotate the operation with %s so that a retry replays the first answer (or, if the 404 is what you mean, say why: %s: {opt-out: reason})",
 		r.path, opIDSuffix(r.op.OperationID), extOp, extOp)
 }
 
@@ -146,6 +146,6 @@ func (b *builder) lint422(r *opRef) {
 	if resp == nil || mentions(description(resp), "idempoten", "fingerprint", "key was", "key is reused", "same key") {
 		return
 	}
-	b.advice.add(b.responsePos(r, "422"), "warning: %s%s documents 422 for errors of its own, and %s answers 422 too when a key is reused with a different request: clients must check the problem type (%s) to tell the two apart, and must not retry that one with the same key; say so in the 422's description",
+	b.advice.addAs(SeverityWarning, b.responsePos(r, "422"), "%s%s documents 422 for errors of its own, and %s answers 422 too when a key is reused with a different request: clients must check the problem type (%s) to tell the two apart, and must not retry that one with the same key; say so in the 422's description",
 		describeRef(r), opIDSuffix(r.op.OperationID), extOp, idemrt.ProblemFingerprintMismatch)
 }

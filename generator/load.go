@@ -84,7 +84,7 @@ func (b *builder) model() (*Model, Diagnostics, error) {
 
 // load loads the document, and the files its $refs name, and returns a
 // builder for it; its errors are Diagnostics. The loader records no
-// positions (see locate.go).
+// positions (see package location).
 func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	files := newSpecFiles(cfg, data)
 	var doc *openapi3.T
@@ -120,7 +120,7 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 			d.Pos = p
 		}
 		if d.Pos.Line > 0 {
-			d.Frame = files.main.frame(d.Pos)
+			d.Frame = files.main.Frame(d.Pos)
 		}
 		return nil, append(Diagnostics{d}, dups.list...).sorted()
 	}
@@ -363,7 +363,7 @@ func (b *builder) operation(r *opRef) *Operation {
 	}
 	base := b.at(r.field(extOp)...)
 	if !ok {
-		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Msg: fmt.Sprintf(
+		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Severity: SeverityFinding, Msg: fmt.Sprintf(
 			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
 		if b.cfg.AnnotateMutating == nil {
 			return nil
@@ -372,7 +372,7 @@ func (b *builder) operation(r *opRef) *Operation {
 			return nil
 		}
 		if q := pathQuery(r); q != "" {
-			b.w.add(b.at("paths", r.path), "warning: -annotate-mutating: %s%s left unannotated: its path key holds a query string or fragment (%s), which no request's path does, so its policy could never match",
+			b.w.addAs(SeverityWarning, b.at("paths", r.path), "-annotate-mutating: %s%s left unannotated: its path key holds a query string or fragment (%s), which no request's path does, so its policy could never match",
 				describeRef(r), opIDSuffix(r.op.OperationID), q)
 			return nil
 		}
@@ -499,7 +499,7 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Principal = PrincipalAuth
 		}
 	} else if anonFrom != "" && b.secured(r) {
-		b.w.add(anonAt, "warning: %s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
+		b.w.addAs(SeverityWarning, anonAt, "%s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
 			extOp, anonFrom, describeRef(r))
 	}
 	if o.Principal == PrincipalAuth {

@@ -128,7 +128,7 @@ func (p *publisher) pos(n *yaml.Node) Pos {
 }
 
 func (p *publisher) note(n *yaml.Node, format string, args ...any) {
-	p.notes.add(p.pos(n), "note: "+format, args...)
+	p.notes.addAs(SeverityNote, p.pos(n), format, args...)
 }
 
 // plan computes the actions: one per operation, then the components.
@@ -195,7 +195,7 @@ func (p *publisher) locate(o *Operation) (*yaml.Node, string) {
 func (p *publisher) operation(o *Operation) bool {
 	n, path := p.locate(o)
 	if n == nil || n.Kind != yaml.MappingNode {
-		p.notes.add(o.Pos, "note: operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
+		p.notes.addAs(SeverityNote, o.Pos, "operation %s: not published: it is not in this file (a $ref to another document)", describeOp(o))
 		return false
 	}
 	up := mapNode()
@@ -527,17 +527,10 @@ func saved(rule SaveRule, key string) bool {
 		return rule.Classes&(1<<(key[0]-'1')) != 0
 	}
 	code, err := strconv.Atoi(key)
-	if err != nil || code < 100 || code > 599 {
+	if err != nil {
 		return false
 	}
-	if slices.Contains(rule.Codes, code) {
-		return true
-	}
-	switch code {
-	case 408, 409, 425, 429:
-		return false
-	}
-	return rule.Classes&(1<<(code/100-1)) != 0
+	return idemrt.SaveRule{Classes: idemrt.StatusClass(rule.Classes), Codes: rule.Codes}.Saves(code)
 }
 
 // summary returns the fields of the policy summary that the operation's

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/internal/location"
 )
 
 // The loader leaves a $ref that leads back to itself, through any number
@@ -16,11 +18,11 @@ import (
 // node returns the file and key offset reached by following keys from
 // the main document's root, through $refs, as find does; false when a
 // key is not found.
-func (fs *specFiles) node(keys ...string) (*source, int, bool) {
-	s, off := fs.main, rootKey
+func (fs *specFiles) node(keys ...string) (*location.Source, int, bool) {
+	s, off := fs.main, location.Root
 	keys = slices.Clone(keys)
 	for hops := 0; len(keys) > 0; {
-		kids := s.children(off)
+		kids := s.Children(off)
 		if next, ok := kids[keys[0]]; ok {
 			off, keys = next, keys[1:]
 			continue
@@ -30,11 +32,11 @@ func (fs *specFiles) node(keys ...string) (*source, int, bool) {
 			return nil, 0, false
 		}
 		hops++
-		target, frag, ok := fs.follow(s, s.scalarAt(ref))
+		target, frag, ok := fs.follow(s, s.ScalarAt(ref))
 		if !ok {
 			return nil, 0, false
 		}
-		s, off = target, rootKey
+		s, off = target, location.Root
 		keys = append(frag, keys...)
 	}
 	return s, off, true
@@ -55,15 +57,15 @@ func (fs *specFiles) refCycle(keys ...string) (cycle []string, at Pos, ok bool) 
 	}
 	var hops []hop
 	for range maxRefHops {
-		ref, has := s.children(off)["$ref"]
+		ref, has := s.Children(off)["$ref"]
 		if !has {
 			return nil, Pos{}, false
 		}
-		target, frag, followed := fs.follow(s, s.scalarAt(ref))
+		target, frag, followed := fs.follow(s, s.ScalarAt(ref))
 		if !followed {
 			return nil, Pos{}, false
 		}
-		id := target.name + "#/" + strings.Join(frag, "/")
+		id := target.Name + "#/" + strings.Join(frag, "/")
 		for i, h := range hops {
 			if h.id == id {
 				// The cycle starts at the $ref written at the place
@@ -75,10 +77,10 @@ func (fs *specFiles) refCycle(keys ...string) (cycle []string, at Pos, ok bool) 
 				return cycle, hops[i+1].pos, true
 			}
 		}
-		hops = append(hops, hop{id, s.pos(ref)})
-		ns, noff := target, rootKey
+		hops = append(hops, hop{id, s.Pos(ref)})
+		ns, noff := target, location.Root
 		for _, k := range frag {
-			next, ok := ns.children(noff)[k]
+			next, ok := ns.Children(noff)[k]
 			if !ok {
 				return nil, Pos{}, false
 			}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/textproto"
 	"slices"
 	"strings"
@@ -152,19 +151,7 @@ func withDefaults(p *Policy, name string) *operation {
 }
 
 // saves reports whether the save rule keeps a response with this status.
-func (op *operation) saves(status int) bool {
-	if slices.Contains(op.save.Codes, status) {
-		return true
-	}
-	switch status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
-		return false
-	}
-	if status < 100 || status > 599 {
-		return false
-	}
-	return op.save.Classes&(1<<(status/100-1)) != 0
-}
+func (op *operation) saves(status int) bool { return op.save.Saves(status) }
 
 // parsePointer splits an RFC 6901 JSON Pointer into unescaped tokens.
 func parsePointer(p string) ([]string, error) {

@@ -26,10 +26,27 @@ type engine struct {
 	// inProcess is set for the MemoryStore, whose calls take a mutex and
 	// never wait on I/O: bounding them would only cost a timer per call.
 	inProcess bool
+	// inflight holds the lease end (time.Time) of every one-commit attempt
+	// (claimTx) of this middleware, by RecordKey, while it runs: a
+	// duplicate that BeginClaim reports InProgress without a lease (the
+	// record is not committed, so the store cannot see it) gets its
+	// Retry-After from here when the attempt runs in this process.
+	inflight sync.Map
 	// ring seals saved responses (Options.Encryption; see seal.go), and
 	// replayPlaintext lets it replay records saved in clear.
 	ring            *KeyRing
 	replayPlaintext bool
+}
+
+// leaseLeft fills in res.LeaseRemaining of an InProgress claim of rk that
+// the store could not measure, from an attempt of this process.
+func (e *engine) leaseLeft(rk RecordKey, res *ClaimResult) {
+	if res.LeaseRemaining > 0 || e.claimTx == nil {
+		return
+	}
+	if end, ok := e.inflight.Load(rk); ok {
+		res.LeaseRemaining = max(time.Until(end.(time.Time)), 0)
+	}
 }
 
 // bound is how long one store call of op may take: 0 for no bound.
@@ -353,6 +370,8 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 			switch {
 			case tx != nil:
 				defer endTx()
+				e.inflight.Store(rk, leaseEnd)
+				defer e.inflight.CompareAndDelete(rk, leaseEnd)
 				e.runInTx(w, r, op, next, rk, res.Epoch, body, tx, leaseEnd)
 			case op.transactional:
 				e.runTx(w, r, op, next, rk, res.Epoch, body)
@@ -387,6 +406,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 				e.mismatch(ctx, w, op, key)
 				return
 			}
+			e.leaseLeft(rk, &res)
 			now := time.Now()
 			if op.wait > 0 && deadline.IsZero() {
 				deadline = now.Add(op.wait)

@@ -352,8 +352,12 @@ func TestSaveRules(t *testing.T) {
 	}{
 		{200, idemrt.SaveRule{}, true},
 		{201, idemrt.SaveRule{}, true},
-		{404, idemrt.SaveRule{}, true},
+		{404, idemrt.SaveRule{}, false},
+		{405, idemrt.SaveRule{}, false},
+		{404, idemrt.SaveRule{Classes: idemrt.Class4xx, Codes: []int{404}}, true},
+		{405, idemrt.SaveRule{Classes: idemrt.Class2xx, Codes: []int{405}}, true},
 		{400, idemrt.SaveRule{}, true},
+		{422, idemrt.SaveRule{}, true},
 		{408, idemrt.SaveRule{}, false},
 		{409, idemrt.SaveRule{}, false},
 		{425, idemrt.SaveRule{}, false},

@@ -36,7 +36,9 @@ type MessageStore interface {
 // re-raised) rolls the transaction back, so the id stays unprocessed and a
 // redelivery runs fn again; ProcessOnce returns fn's error as it is. An
 // error from the store (including the commit) is returned wrapped; the id
-// may or may not have been recorded, and the next delivery finds out. So:
+// may or may not have been recorded, and the next delivery finds out. A
+// MarkProcessed that the database aborted (ErrTxAborted) is tried again in
+// a new transaction, a few times, before fn runs. So:
 // acknowledge the message when err is nil, and not otherwise.
 //
 // ran is true only when fn ran and its transaction committed. fn must do
@@ -54,6 +56,32 @@ func ProcessOnce(ctx context.Context, s MessageStore, consumer, messageID string
 	case messageID == "":
 		return false, fmt.Errorf("idempotency: ProcessOnce: consumer %q: empty message id (a message without an id cannot be deduplicated)", consumer)
 	}
+	for attempt := 1; ; attempt++ {
+		ran, err := processOnce(ctx, s, consumer, messageID, fn)
+		if errors.Is(err, errRetryMark) && attempt < maxMarkAttempts {
+			continue
+		}
+		if errors.Is(err, errRetryMark) {
+			err = fmt.Errorf("idempotency: ProcessOnce: marking %q processed aborted %d times: %w", messageID, attempt, err)
+		}
+		return ran, err
+	}
+}
+
+// ErrTxAborted is what a MessageStore's MarkProcessed wraps when the
+// database aborted the transaction (a deadlock between concurrent
+// deliveries of one id: InnoDB's, when the transaction holding the id
+// rolls back while two others wait for it). Nothing has run in the
+// transaction yet, so ProcessOnce starts it again.
+var ErrTxAborted = errors.New("idempotency: the database aborted the transaction")
+
+// maxMarkAttempts bounds ProcessOnce's new transactions after ErrTxAborted.
+const maxMarkAttempts = 8
+
+// errRetryMark marks a MarkProcessed that failed with ErrTxAborted.
+var errRetryMark = errors.New("transaction aborted while marking the message")
+
+func processOnce(ctx context.Context, s MessageStore, consumer, messageID string, fn func(ctx context.Context) error) (ran bool, err error) {
 	tx, err := s.BeginTx(ctx)
 	if err != nil {
 		return false, fmt.Errorf("idempotency: ProcessOnce: %w", err)
@@ -66,6 +94,9 @@ func ProcessOnce(ctx context.Context, s MessageStore, consumer, messageID string
 		}
 	}()
 	first, err := s.MarkProcessed(ctx, tx, consumer, messageID)
+	if errors.Is(err, ErrTxAborted) {
+		return false, fmt.Errorf("%w: %w", errRetryMark, err)
+	}
 	if err != nil {
 		return false, fmt.Errorf("idempotency: ProcessOnce: %w", err)
 	}

@@ -135,6 +135,33 @@ func TxFromContext(ctx context.Context) (Tx, bool) {
 	return tx, ok && tx != nil
 }
 
+// ForeignTxError is what a generated store's typed TxFromContext panics
+// with when the request has a transaction whose handle is not its
+// driver's: the middleware's Options.Store is another store (the SQLite
+// output serving a handler written for the PostgreSQL one, or a
+// MemoryStore, whose transactions have no handle). Returning "no
+// transaction" instead would let the handler write outside the
+// transaction that commits its idempotency record, without a word.
+type ForeignTxError struct {
+	// Store names the store whose TxFromContext was called ("PostgreSQL").
+	Store string
+	// Want is the handle type it reads (pgx.Tx, *sql.Tx).
+	Want string
+	// Handle is the handle the request's transaction has (nil for a
+	// MemoryStore's).
+	Handle any
+}
+
+func (e *ForeignTxError) Error() string {
+	got := "no driver handle (a MemoryStore's transaction)"
+	if e.Handle != nil {
+		got = fmt.Sprintf("a %T", e.Handle)
+	}
+	return fmt.Sprintf("idempotency: the %s store's TxFromContext was called in a request whose transaction has %s, not a %s: "+
+		"the middleware's Options.Store is another store than the one this handler was written for, and its writes would run outside the transaction; "+
+		"serve the handler with the %s store (test it against %s too)", e.Store, got, e.Want, e.Store, e.Store)
+}
+
 // NewMiddleware returns a middleware that protects the operations of
 // policies: a request whose method and path match one of them goes through
 // the idempotency engine; every other request goes to the next handler

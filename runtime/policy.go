@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"net/http"
+	"slices"
+	"time"
+)
 
 // KeySource says where an operation's idempotency key comes from
 // (CONTRACT §1 `key`).
@@ -42,15 +46,44 @@ const (
 
 // SaveRule says which responses are saved and replayed; every other response
 // releases the key. A status is saved when it is listed in Codes, or when its
-// class is in Classes and it is not one of the retryable statuses 408, 409,
-// 425 and 429 (those are saved only when listed in Codes).
+// class is in Classes and it is not one of 404, 405, 408, 409, 425 and 429
+// (those are saved only when listed in Codes): see Saves.
 type SaveRule struct {
 	Classes StatusClass
 	Codes   []int
 }
 
-// DefaultSave is CONTRACT §1's default: [2xx, 4xx] minus 408, 409, 425, 429.
+// DefaultSave is the default save rule: [2xx, 4xx] minus 404, 405, 408,
+// 409, 425 and 429.
 var DefaultSave = SaveRule{Classes: Class2xx | Class4xx}
+
+// Saves reports whether r keeps a response with status (after its
+// defaults are applied: a zero rule is DefaultSave). A class never
+// includes two kinds of status, which are saved only when listed in Codes:
+// the retryable ones (408 Request Timeout, 409 Conflict, 425 Too Early,
+// 429 Too Many Requests), which say "not now", and the router's own
+// answers (404 Not Found, 405 Method Not Allowed), which the handler
+// usually never produced: a mux that does not serve the operation's path
+// answers 404 through the middleware, and saving it would replay that 404
+// to every retry of the key after the wiring is fixed. Releasing them
+// costs a handler's own 404 a second run, which had no effect either.
+func (r SaveRule) Saves(status int) bool {
+	if r.Classes == 0 && len(r.Codes) == 0 {
+		r = DefaultSave
+	}
+	if slices.Contains(r.Codes, status) {
+		return true
+	}
+	switch status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed,
+		http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	}
+	if status < 100 || status > 599 {
+		return false
+	}
+	return r.Classes&(1<<(status/100-1)) != 0
+}
 
 // Policy is the idempotency policy of one operation, as generated from its
 // x-idempotent annotation. Generated code declares one per operation; the

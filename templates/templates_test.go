@@ -23,6 +23,7 @@ import (
 var wantFiles = []string{
 	"idemgen_codec.go",
 	"idemgen_db.go",
+	"idemgen_outbox.go",
 	"idemgen_queries.sql",
 	"idemgen_queries.sql.go",
 	"idemgen_schema.sql",

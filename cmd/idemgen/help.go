@@ -16,6 +16,7 @@ var subcommandFlags = []struct {
 	{"lint", func(w io.Writer) *flag.FlagSet { fs, _ := lintFlags(w); return fs }},
 	{"routes", func(w io.Writer) *flag.FlagSet { fs, _ := routesFlags(w); return fs }},
 	{"spec", func(w io.Writer) *flag.FlagSet { fs, _ := specFlags(w); return fs }},
+	{"probe", func(w io.Writer) *flag.FlagSet { fs, _ := probeFlags(w); return fs }},
 }
 
 // runHelp prints the usage and every flag of every subcommand, or, given

@@ -33,8 +33,10 @@ Usage:
   idemgen lint -spec FILE
   idemgen routes -spec FILE [-markdown]
   idemgen spec -spec FILE [-o FILE] [-overlay] [-annotate-mutating JSON]
+  idemgen probe -spec FILE -base URL [-H 'Name: value' ...] [-full]
+  idemgen keys inspect|release|purge|help -dsn DSN -op OPERATION -key KEY [flags]
   idemgen version
-  idemgen help [generate|lint|routes|spec]
+  idemgen help [generate|lint|routes|spec|probe]
 
 Example (from go generate, in the package that will hold the output):
   //go:generate go tool idemgen generate -spec ../../api/openapi.yaml -out . -package idem -dialect postgres
@@ -67,6 +69,14 @@ annotated operation (key parameter, problem responses, Idempotent-Replayed,
 the resolved policy in x-idempotent); -overlay writes the same changes as an
 OpenAPI Overlay 1.0.0 document.
 
+probe sends a running deployment the probes CheckCoverage sends in process
+(refused by the middleware before any handler runs) and lists every
+annotated operation it does not prove protected, and why; exit 1 if any.
+
+keys inspects, releases or purges one idempotency record in a PostgreSQL,
+MySQL, SQLite or Redis store (idemgen keys help); it runs the command
+idemgen-keys, which holds the database drivers so that idemgen builds none.
+
 Exit codes: 0 ok, 1 spec or generation errors (or stale files, or lint
 findings), 2 usage.
 `
@@ -85,6 +95,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runRoutes(ctx, args[1:], stdin, stdout, stderr)
 	case "spec":
 		return runSpec(ctx, args[1:], stdin, stdout, stderr)
+	case "probe":
+		return runProbe(ctx, args[1:], stdin, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "idemgen", generator.Version())
 		return exitOK

@@ -103,7 +103,8 @@ func openSQLite(ctx context.Context, path string, cfg config) (*backend, error) 
 		}
 		return &backend{
 			dialect: "sqlite", where: path, store: store, middleware: idemsqlite.Middleware,
-			data:  &sqlData{db: db, txFrom: idemsqlite.TxFromContext, markProcessed: idemsqlite.MarkProcessed},
+			data: &sqlData{db: db, txFrom: idemsqlite.TxFromContext, markProcessed: idemsqlite.MarkProcessed,
+				addEvents: idemsqlite.AddEvents},
 			close: func() { db.Close() },
 		}, nil
 	}()
@@ -141,7 +142,8 @@ func openPostgres(ctx context.Context, dsn string, cfg config) (*backend, error)
 			data: &pgData{pool: pool, txFrom: idempg.TxFromContext,
 				markProcessed: func(ctx context.Context, tx pgx.Tx, consumer, id string) (bool, error) {
 					return idempg.MarkProcessed(ctx, tx, consumer, id)
-				}},
+				},
+				addEvents: idempg.AddEvents},
 			close: pool.Close,
 		}, nil
 	}()
@@ -176,7 +178,8 @@ func openMySQL(ctx context.Context, dsn string, cfg config) (*backend, error) {
 		}
 		return &backend{
 			dialect: "mysql", where: where, store: store, middleware: idemmysql.Middleware,
-			data:  &sqlData{db: db, mysql: true, txFrom: idemmysql.TxFromContext, markProcessed: idemmysql.MarkProcessed},
+			data: &sqlData{db: db, mysql: true, txFrom: idemmysql.TxFromContext, markProcessed: idemmysql.MarkProcessed,
+				addEvents: idemmysql.AddEvents},
 			close: func() { db.Close() },
 		}, nil
 	}()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -48,6 +50,74 @@ func TestCrashAfterCommit(t *testing.T) {
 	if bytes.Equal(again.body, r.body) {
 		t.Error("the third charge replayed the second")
 	}
+
+	// Each charge has its event in the outbox, once, whether its client
+	// heard back or not; so has the refund.
+	var c2 Charge
+	if err := json.Unmarshal(r.body, &c2); err != nil {
+		t.Fatal(err)
+	}
+	ref := q.mustCall("POST", "/v1/refunds", acct, "", `{"charge":"`+c2.ID+`","amount":500}`)
+	expect(t, "refund", ref, 201)
+	var re Refund
+	if err := json.Unmarshal(ref.body, &re); err != nil {
+		t.Fatal(err)
+	}
+	charges := q.charges(acct)
+	q.stop()
+	evs := outbox(t, db)
+	if len(evs) != 4 {
+		t.Fatalf("%d outbox events, want 3 charges and 1 refund: %v", len(evs), evs)
+	}
+	byID := map[string]outboxRow{}
+	for _, ev := range evs {
+		byID[ev.id] = ev
+	}
+	for _, c := range charges {
+		if ev, ok := byID["charge.created:"+c.ID]; !ok || ev.topic != "charge.created" || ev.key != c.ID {
+			t.Errorf("charge %s: outbox event %+v", c.ID, ev)
+		}
+	}
+	ev := byID["refund.created:"+re.ID]
+	var payload struct {
+		Account, Currency, Charge string
+		Amount                    int64
+	}
+	if err := json.Unmarshal([]byte(ev.payload), &payload); err != nil ||
+		ev.topic != "refund.created" || ev.key != c2.ID || payload.Account != acct || payload.Currency != "usd" || payload.Charge != c2.ID || payload.Amount != 500 {
+		t.Errorf("refund %s: outbox event %+v (%v)", re.ID, ev, err)
+	}
+}
+
+type outboxRow struct{ id, topic, key, payload string }
+
+// outbox reads the SQLite database's outbox, in order.
+func outbox(t *testing.T, path string) []outboxRow {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT event_id, topic, event_key, payload FROM idempotency_keys_outbox ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []outboxRow
+	for rows.Next() {
+		var r outboxRow
+		var payload []byte
+		if err := rows.Scan(&r.id, &r.topic, &r.key, &payload); err != nil {
+			t.Fatal(err)
+		}
+		r.payload = string(payload)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestCrashAtFlag(t *testing.T) {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // Charge is one charge as the API shows it.
@@ -64,13 +67,15 @@ var (
 // transactional operation, so that their writes and the idempotency record
 // commit or roll back together.
 type dataStore interface {
-	// InsertCharge inserts c in the request's transaction.
+	// InsertCharge inserts c, and its charge.created event into the
+	// outbox, in the request's transaction.
 	InsertCharge(ctx context.Context, account string, c Charge) error
 	ListCharges(ctx context.Context, account string, limit int) ([]Charge, error)
 	GetCharge(ctx context.Context, account, id string) (Charge, error)
-	// InsertRefund records r against its charge in the request's
-	// transaction: errNotFound when the charge is not the account's,
-	// errRefundTooLarge when it would refund more than was charged.
+	// InsertRefund records r against its charge, and its refund.created
+	// event into the outbox, in the request's transaction: errNotFound when
+	// the charge is not the account's, errRefundTooLarge when it would
+	// refund more than was charged.
 	InsertRefund(ctx context.Context, account string, r Refund) error
 	PutCustomer(ctx context.Context, account string, c Customer) error
 	PutOrder(ctx context.Context, account string, o Order) error
@@ -81,6 +86,38 @@ type dataStore interface {
 	// false when the event id was already processed.
 	RecordEvent(ctx context.Context, e Event, payload []byte) (first bool, err error)
 	ListEvents(ctx context.Context, limit int) ([]Event, error)
+}
+
+// The events the outbox carries (examples/ledger consumes them). Each is
+// written in the transaction of its charge or refund, so it exists exactly
+// when the row does; its id is derived from the row (the event type and the
+// charge's or refund's id), so it is the same however often it is read or
+// published, and it is the broker's message id by which duplicates drop.
+const (
+	topicChargeCreated = "charge.created"
+	topicRefundCreated = "refund.created"
+)
+
+// chargeCreated is the event of a new charge: the charge as the API shows
+// it, with the merchant account. The key is the charge, so that a charge's
+// events (created, then its refunds) are published in order.
+func chargeCreated(account string, c Charge) (idemrt.OutboxEvent, error) {
+	payload, err := json.Marshal(struct {
+		Account string `json:"account"`
+		Charge
+	}{account, c})
+	return idemrt.OutboxEvent{ID: topicChargeCreated + ":" + c.ID, Topic: topicChargeCreated, Key: c.ID, Payload: payload}, err
+}
+
+// refundCreated is the event of a new refund: the refund as the API shows
+// it, with the merchant account and the charge's currency.
+func refundCreated(account, currency string, r Refund) (idemrt.OutboxEvent, error) {
+	payload, err := json.Marshal(struct {
+		Account  string `json:"account"`
+		Currency string `json:"currency"`
+		Refund
+	}{account, currency, r})
+	return idemrt.OutboxEvent{ID: topicRefundCreated + ":" + r.ID, Topic: topicRefundCreated, Key: r.Charge, Payload: payload}, err
 }
 
 func newID(prefix string) string {

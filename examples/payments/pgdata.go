@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // pgData is the dataStore on PostgreSQL through pgx.
@@ -13,6 +15,8 @@ type pgData struct {
 	pool          *pgxpool.Pool
 	txFrom        func(context.Context) (pgx.Tx, bool)
 	markProcessed func(ctx context.Context, tx pgx.Tx, consumer, messageID string) (bool, error)
+	// addEvents writes outbox events in tx (the generated AddEvents).
+	addEvents func(ctx context.Context, tx pgx.Tx, events ...idemrt.OutboxEvent) error
 }
 
 func (d *pgData) tx(ctx context.Context) (pgx.Tx, error) {
@@ -31,7 +35,14 @@ func (d *pgData) InsertCharge(ctx context.Context, account string, c Charge) err
 	_, err = tx.Exec(ctx,
 		`INSERT INTO charges (id, account, amount, currency, customer, description, amount_refunded, created) VALUES ($1, $2, $3, $4, $5, $6, 0, $7)`,
 		c.ID, account, c.Amount, c.Currency, c.Customer, c.Description, c.Created)
-	return err
+	if err != nil {
+		return err
+	}
+	ev, err := chargeCreated(account, c)
+	if err != nil {
+		return err
+	}
+	return d.addEvents(ctx, tx, ev)
 }
 
 func (d *pgData) ListCharges(ctx context.Context, account string, limit int) ([]Charge, error) {
@@ -56,13 +67,12 @@ func (d *pgData) InsertRefund(ctx context.Context, account string, r Refund) err
 	if err != nil {
 		return err
 	}
-	tag, err := tx.Exec(ctx,
-		`UPDATE charges SET amount_refunded = amount_refunded + $1 WHERE account = $2 AND id = $3 AND amount_refunded + $1 <= amount`,
-		r.Amount, account, r.Charge)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
+	var currency string
+	err = tx.QueryRow(ctx,
+		`UPDATE charges SET amount_refunded = amount_refunded + $1 WHERE account = $2 AND id = $3 AND amount_refunded + $1 <= amount RETURNING currency`,
+		r.Amount, account, r.Charge).Scan(&currency)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM charges WHERE account = $1 AND id = $2`, account, r.Charge).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -72,11 +82,20 @@ func (d *pgData) InsertRefund(ctx context.Context, account string, r Refund) err
 			return err
 		}
 		return errRefundTooLarge
+	case err != nil:
+		return err
 	}
 	_, err = tx.Exec(ctx,
 		`INSERT INTO refunds (id, account, charge, amount, reason, created) VALUES ($1, $2, $3, $4, $5, $6)`,
 		r.ID, account, r.Charge, r.Amount, r.Reason, r.Created)
-	return err
+	if err != nil {
+		return err
+	}
+	ev, err := refundCreated(account, currency, r)
+	if err != nil {
+		return err
+	}
+	return d.addEvents(ctx, tx, ev)
 }
 
 func (d *pgData) PutCustomer(ctx context.Context, account string, c Customer) error {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // sqlData is the dataStore on database/sql, for SQLite and MySQL (both use
@@ -14,6 +16,8 @@ type sqlData struct {
 	mysql         bool
 	txFrom        func(context.Context) (*sql.Tx, bool)
 	markProcessed func(ctx context.Context, tx *sql.Tx, consumer, messageID string) (bool, error)
+	// addEvents writes outbox events in tx (the generated AddEvents).
+	addEvents func(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) error
 }
 
 func (d *sqlData) tx(ctx context.Context) (*sql.Tx, error) {
@@ -32,7 +36,14 @@ func (d *sqlData) InsertCharge(ctx context.Context, account string, c Charge) er
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO charges (id, account, amount, currency, customer, description, amount_refunded, created) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
 		c.ID, account, c.Amount, c.Currency, c.Customer, c.Description, c.Created)
-	return err
+	if err != nil {
+		return err
+	}
+	ev, err := chargeCreated(account, c)
+	if err != nil {
+		return err
+	}
+	return d.addEvents(ctx, tx, ev)
 }
 
 const chargeColumns = `id, amount, currency, customer, description, amount_refunded, created`
@@ -115,7 +126,19 @@ func (d *sqlData) InsertRefund(ctx context.Context, account string, r Refund) er
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO refunds (id, account, charge, amount, reason, created) VALUES (?, ?, ?, ?, ?, ?)`,
 		r.ID, account, r.Charge, r.Amount, r.Reason, r.Created)
-	return err
+	if err != nil {
+		return err
+	}
+	// The UPDATE above locked the charge's row: its currency is settled.
+	var currency string
+	if err := tx.QueryRowContext(ctx, `SELECT currency FROM charges WHERE account = ? AND id = ?`, account, r.Charge).Scan(&currency); err != nil {
+		return err
+	}
+	ev, err := refundCreated(account, currency, r)
+	if err != nil {
+		return err
+	}
+	return d.addEvents(ctx, tx, ev)
 }
 
 func (d *sqlData) PutCustomer(ctx context.Context, account string, c Customer) error {

@@ -73,6 +73,96 @@ func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64
 	return epoch, err
 }
 
+const addEvent = `-- name: AddEvent :exec
+INSERT INTO subscription_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES ($1, $2, $3, $4, $5, statement_timestamp())
+`
+
+type sqlcAddEventParams struct {
+	EventID  string
+	Topic    string
+	EventKey string
+	Payload  []byte
+	Headers  []byte
+}
+
+// AddEvent writes one outbox event in the caller's transaction.
+func (q *sqlcQueries) AddEvent(ctx context.Context, arg sqlcAddEventParams) error {
+	_, err := q.db.Exec(ctx, addEvent,
+		arg.EventID,
+		arg.Topic,
+		arg.EventKey,
+		arg.Payload,
+		arg.Headers,
+	)
+	return err
+}
+
+const claimEvents = `-- name: ClaimEvents :many
+UPDATE subscription_keys_outbox o
+SET lease_until = statement_timestamp() + $1::bigint * interval '1 millisecond'
+WHERE o.seq IN (
+    SELECT c.seq FROM subscription_keys_outbox c
+    WHERE c.sent_at IS NULL
+      AND (c.lease_until IS NULL OR c.lease_until <= statement_timestamp())
+      AND (c.event_key = '' OR NOT EXISTS (
+          SELECT 1 FROM subscription_keys_outbox e
+          WHERE e.event_key = c.event_key AND e.seq < c.seq AND e.sent_at IS NULL
+            AND e.lease_until > statement_timestamp()))
+    ORDER BY c.seq
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED)
+RETURNING o.seq, o.event_id, o.topic, o.event_key, o.payload, o.headers, o.created_at
+`
+
+type sqlcClaimEventsParams struct {
+	LeaseMs int64
+	Batch   int32
+}
+
+type sqlcClaimEventsRow struct {
+	Seq       int64
+	EventID   string
+	Topic     string
+	EventKey  string
+	Payload   []byte
+	Headers   []byte
+	CreatedAt pgtype.Timestamptz
+}
+
+// ClaimEvents leases up to batch unsent events whose lease is free, in seq
+// order, passing over an event while an earlier unsent event of its key is
+// leased (so a key's events are published in order; events with an empty
+// key have no order) and over rows another
+// session holds (SKIP LOCKED: a MarkSent or sweep of another relay).
+func (q *sqlcQueries) ClaimEvents(ctx context.Context, arg sqlcClaimEventsParams) ([]sqlcClaimEventsRow, error) {
+	rows, err := q.db.Query(ctx, claimEvents, arg.LeaseMs, arg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []sqlcClaimEventsRow
+	for rows.Next() {
+		var i sqlcClaimEventsRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.EventID,
+			&i.Topic,
+			&i.EventKey,
+			&i.Payload,
+			&i.Headers,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claimTx = `-- name: ClaimTx :one
 WITH probe AS (
     SELECT pg_try_advisory_xact_lock($1::bigint) AS locked,
@@ -258,6 +348,46 @@ func (q *sqlcQueries) CompleteTx(ctx context.Context, arg sqlcCompleteTxParams) 
 	return completed, err
 }
 
+const holderLease = `-- name: HolderLease :one
+SELECT COALESCE(max(extract(epoch FROM a.xact_start + $1::bigint * interval '1 millisecond' - clock_timestamp()) * 1000), 0)::bigint AS remaining_ms
+FROM pg_catalog.pg_locks l
+JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = (($2::bigint >> 32) & 4294967295)::oid
+  AND l.objid = ($2::bigint & 4294967295)::oid
+`
+
+type sqlcHolderLeaseParams struct {
+	LeaseMs int64
+	LockKey int64
+}
+
+// HolderLease is the lease left, in milliseconds, of the transactional
+// attempt that holds a key's advisory lock (ClaimTx found it taken), for
+// the Retry-After of a duplicate in another process: the holder's
+// transaction began just after its lease did, so its start plus the lease
+// is the lease's end (a few milliseconds late at most). 0 when no holder
+// can be seen (it ended since, or it is another role's session and this
+// role lacks pg_read_all_stats).
+func (q *sqlcQueries) HolderLease(ctx context.Context, arg sqlcHolderLeaseParams) (int64, error) {
+	row := q.db.QueryRow(ctx, holderLease, arg.LeaseMs, arg.LockKey)
+	var remaining_ms int64
+	err := row.Scan(&remaining_ms)
+	return remaining_ms, err
+}
+
+const lockOutboxClaims = `-- name: LockOutboxClaims :exec
+SELECT pg_advisory_xact_lock(hashtext('idemgen:subscription_keys_outbox'))
+`
+
+// LockOutboxClaims serializes the claims of all relays on the table until
+// the end of the transaction, so that each claim sees the leases of the
+// previous one (see ClaimEvents).
+func (q *sqlcQueries) LockOutboxClaims(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, lockOutboxClaims)
+	return err
+}
+
 const lookup = `-- name: Lookup :one
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
        (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
@@ -333,6 +463,22 @@ func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedPa
 	return result.RowsAffected(), nil
 }
 
+const markSent = `-- name: MarkSent :execrows
+UPDATE subscription_keys_outbox
+SET sent_at = statement_timestamp(), lease_until = NULL
+WHERE event_id = ANY($1::text[]) AND sent_at IS NULL
+`
+
+// MarkSent records that the events were published; events already sent
+// keep their first sent_at.
+func (q *sqlcQueries) MarkSent(ctx context.Context, eventIds []string) (int64, error) {
+	result, err := q.db.Exec(ctx, markSent, eventIds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const release = `-- name: Release :execrows
 UPDATE subscription_keys
 SET state = 3, lease_until = statement_timestamp(), headers = '\x'::bytea, body = '\x'::bytea
@@ -357,6 +503,21 @@ func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64
 		arg.IdemKey,
 		arg.Epoch,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const releaseEvents = `-- name: ReleaseEvents :execrows
+UPDATE subscription_keys_outbox
+SET lease_until = NULL
+WHERE event_id = ANY($1::text[]) AND sent_at IS NULL
+`
+
+// ReleaseEvents ends the lease of claimed events that were not published.
+func (q *sqlcQueries) ReleaseEvents(ctx context.Context, eventIds []string) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseEvents, eventIds)
 	if err != nil {
 		return 0, err
 	}
@@ -425,6 +586,31 @@ type sqlcSweepProcessedParams struct {
 // Sweep). A consumer's redelivery of a deleted id runs again.
 func (q *sqlcQueries) SweepProcessed(ctx context.Context, arg sqlcSweepProcessedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, sweepProcessed, arg.RetentionMs, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const sweepSent = `-- name: SweepSent :execrows
+DELETE FROM subscription_keys_outbox
+WHERE seq IN (
+    SELECT s.seq FROM subscription_keys_outbox s
+    WHERE s.sent_at <= statement_timestamp() - $1::bigint * interval '1 millisecond'
+    ORDER BY s.sent_at
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED)
+`
+
+type sqlcSweepSentParams struct {
+	RetentionMs int64
+	Batch       int32
+}
+
+// SweepSent deletes up to batch events sent more than retention_ms ago,
+// oldest first, skipping rows another sweeper holds.
+func (q *sqlcQueries) SweepSent(ctx context.Context, arg sqlcSweepSentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, sweepSent, arg.RetentionMs, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

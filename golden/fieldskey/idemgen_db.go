@@ -24,11 +24,23 @@ func sqlcNew(db sqlcDBTX) *sqlcQueries {
 func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	q := sqlcQueries{db: db}
 	var err error
+	if q.addEventStmt, err = db.PrepareContext(ctx, addEvent); err != nil {
+		return nil, fmt.Errorf("error preparing query AddEvent: %w", err)
+	}
 	if q.claimStmt, err = db.PrepareContext(ctx, claim); err != nil {
 		return nil, fmt.Errorf("error preparing query Claim: %w", err)
 	}
 	if q.completeStmt, err = db.PrepareContext(ctx, complete); err != nil {
 		return nil, fmt.Errorf("error preparing query Complete: %w", err)
+	}
+	if q.deleteEventsStmt, err = db.PrepareContext(ctx, deleteEvents); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteEvents: %w", err)
+	}
+	if q.leaseEventsStmt, err = db.PrepareContext(ctx, leaseEvents); err != nil {
+		return nil, fmt.Errorf("error preparing query LeaseEvents: %w", err)
+	}
+	if q.lockOutboxClaimsStmt, err = db.PrepareContext(ctx, lockOutboxClaims); err != nil {
+		return nil, fmt.Errorf("error preparing query LockOutboxClaims: %w", err)
 	}
 	if q.lookupStmt, err = db.PrepareContext(ctx, lookup); err != nil {
 		return nil, fmt.Errorf("error preparing query Lookup: %w", err)
@@ -36,8 +48,17 @@ func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	if q.markProcessedStmt, err = db.PrepareContext(ctx, markProcessed); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkProcessed: %w", err)
 	}
+	if q.markSentStmt, err = db.PrepareContext(ctx, markSent); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkSent: %w", err)
+	}
 	if q.releaseStmt, err = db.PrepareContext(ctx, release); err != nil {
 		return nil, fmt.Errorf("error preparing query Release: %w", err)
+	}
+	if q.releaseEventsStmt, err = db.PrepareContext(ctx, releaseEvents); err != nil {
+		return nil, fmt.Errorf("error preparing query ReleaseEvents: %w", err)
+	}
+	if q.selectClaimableStmt, err = db.PrepareContext(ctx, selectClaimable); err != nil {
+		return nil, fmt.Errorf("error preparing query SelectClaimable: %w", err)
 	}
 	if q.sweepBatchStmt, err = db.PrepareContext(ctx, sweepBatch); err != nil {
 		return nil, fmt.Errorf("error preparing query SweepBatch: %w", err)
@@ -45,11 +66,22 @@ func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	if q.sweepProcessedBatchStmt, err = db.PrepareContext(ctx, sweepProcessedBatch); err != nil {
 		return nil, fmt.Errorf("error preparing query SweepProcessedBatch: %w", err)
 	}
+	if q.sweepSentBatchStmt, err = db.PrepareContext(ctx, sweepSentBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query SweepSentBatch: %w", err)
+	}
+	if q.unlockOutboxClaimsStmt, err = db.PrepareContext(ctx, unlockOutboxClaims); err != nil {
+		return nil, fmt.Errorf("error preparing query UnlockOutboxClaims: %w", err)
+	}
 	return &q, nil
 }
 
 func (q *sqlcQueries) Close() error {
 	var err error
+	if q.addEventStmt != nil {
+		if cerr := q.addEventStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing addEventStmt: %w", cerr)
+		}
+	}
 	if q.claimStmt != nil {
 		if cerr := q.claimStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing claimStmt: %w", cerr)
@@ -58,6 +90,21 @@ func (q *sqlcQueries) Close() error {
 	if q.completeStmt != nil {
 		if cerr := q.completeStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing completeStmt: %w", cerr)
+		}
+	}
+	if q.deleteEventsStmt != nil {
+		if cerr := q.deleteEventsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteEventsStmt: %w", cerr)
+		}
+	}
+	if q.leaseEventsStmt != nil {
+		if cerr := q.leaseEventsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing leaseEventsStmt: %w", cerr)
+		}
+	}
+	if q.lockOutboxClaimsStmt != nil {
+		if cerr := q.lockOutboxClaimsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lockOutboxClaimsStmt: %w", cerr)
 		}
 	}
 	if q.lookupStmt != nil {
@@ -70,9 +117,24 @@ func (q *sqlcQueries) Close() error {
 			err = fmt.Errorf("error closing markProcessedStmt: %w", cerr)
 		}
 	}
+	if q.markSentStmt != nil {
+		if cerr := q.markSentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markSentStmt: %w", cerr)
+		}
+	}
 	if q.releaseStmt != nil {
 		if cerr := q.releaseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing releaseStmt: %w", cerr)
+		}
+	}
+	if q.releaseEventsStmt != nil {
+		if cerr := q.releaseEventsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing releaseEventsStmt: %w", cerr)
+		}
+	}
+	if q.selectClaimableStmt != nil {
+		if cerr := q.selectClaimableStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing selectClaimableStmt: %w", cerr)
 		}
 	}
 	if q.sweepBatchStmt != nil {
@@ -83,6 +145,16 @@ func (q *sqlcQueries) Close() error {
 	if q.sweepProcessedBatchStmt != nil {
 		if cerr := q.sweepProcessedBatchStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing sweepProcessedBatchStmt: %w", cerr)
+		}
+	}
+	if q.sweepSentBatchStmt != nil {
+		if cerr := q.sweepSentBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepSentBatchStmt: %w", cerr)
+		}
+	}
+	if q.unlockOutboxClaimsStmt != nil {
+		if cerr := q.unlockOutboxClaimsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing unlockOutboxClaimsStmt: %w", cerr)
 		}
 	}
 	return err
@@ -124,25 +196,43 @@ func (q *sqlcQueries) queryRow(ctx context.Context, stmt *sql.Stmt, query string
 type sqlcQueries struct {
 	db                      sqlcDBTX
 	tx                      *sql.Tx
+	addEventStmt            *sql.Stmt
 	claimStmt               *sql.Stmt
 	completeStmt            *sql.Stmt
+	deleteEventsStmt        *sql.Stmt
+	leaseEventsStmt         *sql.Stmt
+	lockOutboxClaimsStmt    *sql.Stmt
 	lookupStmt              *sql.Stmt
 	markProcessedStmt       *sql.Stmt
+	markSentStmt            *sql.Stmt
 	releaseStmt             *sql.Stmt
+	releaseEventsStmt       *sql.Stmt
+	selectClaimableStmt     *sql.Stmt
 	sweepBatchStmt          *sql.Stmt
 	sweepProcessedBatchStmt *sql.Stmt
+	sweepSentBatchStmt      *sql.Stmt
+	unlockOutboxClaimsStmt  *sql.Stmt
 }
 
 func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
 	return &sqlcQueries{
 		db:                      tx,
 		tx:                      tx,
+		addEventStmt:            q.addEventStmt,
 		claimStmt:               q.claimStmt,
 		completeStmt:            q.completeStmt,
+		deleteEventsStmt:        q.deleteEventsStmt,
+		leaseEventsStmt:         q.leaseEventsStmt,
+		lockOutboxClaimsStmt:    q.lockOutboxClaimsStmt,
 		lookupStmt:              q.lookupStmt,
 		markProcessedStmt:       q.markProcessedStmt,
+		markSentStmt:            q.markSentStmt,
 		releaseStmt:             q.releaseStmt,
+		releaseEventsStmt:       q.releaseEventsStmt,
+		selectClaimableStmt:     q.selectClaimableStmt,
 		sweepBatchStmt:          q.sweepBatchStmt,
 		sweepProcessedBatchStmt: q.sweepProcessedBatchStmt,
+		sweepSentBatchStmt:      q.sweepSentBatchStmt,
+		unlockOutboxClaimsStmt:  q.unlockOutboxClaimsStmt,
 	}
 }

@@ -17,9 +17,10 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// Schema is the DDL of the idempotency_keys table and its message-consumer table
-// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS, so it
-// can run at every start-up (see ApplySchema) or go into a migration tool.
+// Schema is the DDL of the idempotency_keys table, its message-consumer table
+// and its outbox table (idemgen_schema.sql). Every statement is CREATE ...
+// IF NOT EXISTS, so it can run at every start-up (see ApplySchema) or go
+// into a migration tool.
 //
 //go:embed idemgen_schema.sql
 var Schema string
@@ -487,25 +488,44 @@ func (t *storeTx) Rollback(ctx context.Context) error { return t.tx.Rollback() }
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency
-// record, or not at all.
+// record, or not at all. ok is false when the request has no transaction
+// (the operation is not transactional, or the handler is not behind the
+// middleware). It panics with an *idemrt.ForeignTxError when the request
+// has a transaction of another store (the middleware's Options.Store is
+// not this package's Store: a test serving with another dialect's output,
+// or a MemoryStore): the handler would otherwise write outside the
+// transaction without a word. The wrapper then rolls back and releases the
+// key, and net/http answers the panic.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	t, ok := idemrt.TxFromContext(ctx)
 	if !ok {
 		return nil, false
 	}
 	tx, ok := t.Handle().(*sql.Tx)
-	return tx, ok
+	if !ok || tx == nil {
+		panic(&idemrt.ForeignTxError{Store: "MySQL", Want: "*sql.Tx", Handle: t.Handle()})
+	}
+	return tx, true
 }
 
 // MarkProcessed records, inside tx, that consumer processed messageID
 // (CONTRACT §5). first is false for a redelivery: skip the write, commit,
 // and acknowledge. A concurrent delivery of the same message waits for tx
-// and then sees it; if tx rolls back, the message counts as unprocessed.
+// and then sees it; if tx rolls back, the message counts as unprocessed
+// (and two deliveries that waited may deadlock: InnoDB then rolls one of
+// them back, and the error wraps idemrt.ErrTxAborted: begin a new
+// transaction and mark again).
 func MarkProcessed(ctx context.Context, tx *sql.Tx, consumer, messageID string) (first bool, err error) {
 	if err := checkMessage(consumer, messageID); err != nil {
 		return false, err
 	}
 	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
+	if isDeadlock(err) {
+		// InnoDB rolled tx back: concurrent deliveries of the id waited for
+		// one that rolled back, then deadlocked on the insert. Begin again
+		// (idemrt.ProcessOnce does).
+		return false, fmt.Errorf("idempotency store: mark processed: %w: %w", idemrt.ErrTxAborted, err)
+	}
 	if err != nil {
 		return false, fmt.Errorf("idempotency store: mark processed: %w", err)
 	}

@@ -7,6 +7,7 @@ package querykey
 
 import (
 	"context"
+	"strings"
 )
 
 const acquire = `-- name: Acquire :one
@@ -69,6 +70,99 @@ func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64
 	var epoch int64
 	err := row.Scan(&epoch)
 	return epoch, err
+}
+
+const addEvent = `-- name: AddEvent :exec
+INSERT INTO order_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5,
+        CAST((julianday() - 2440587.5) * 86400000 AS INTEGER))
+`
+
+type sqlcAddEventParams struct {
+	EventID  string
+	Topic    string
+	EventKey string
+	Payload  []byte
+	Headers  []byte
+}
+
+// AddEvent writes one outbox event in the caller's transaction.
+func (q *sqlcQueries) AddEvent(ctx context.Context, arg sqlcAddEventParams) error {
+	_, err := q.exec(ctx, q.addEventStmt, addEvent,
+		arg.EventID,
+		arg.Topic,
+		arg.EventKey,
+		arg.Payload,
+		arg.Headers,
+	)
+	return err
+}
+
+const claimEvents = `-- name: ClaimEvents :many
+UPDATE order_keys_outbox
+SET lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(?1 AS INTEGER)
+WHERE seq IN (
+    SELECT c.seq FROM order_keys_outbox c
+    WHERE c.sent_at IS NULL
+      AND (c.lease_until IS NULL OR c.lease_until <= CAST((julianday() - 2440587.5) * 86400000 AS INTEGER))
+      AND (c.event_key = '' OR NOT EXISTS (
+          SELECT 1 FROM order_keys_outbox e
+          WHERE e.event_key = c.event_key AND e.seq < c.seq AND e.sent_at IS NULL
+            AND e.lease_until > CAST((julianday() - 2440587.5) * 86400000 AS INTEGER)))
+    ORDER BY c.seq
+    LIMIT ?2)
+RETURNING seq, event_id, topic, event_key, payload, headers, created_at
+`
+
+type sqlcClaimEventsParams struct {
+	LeaseMs int64
+	Batch   int64
+}
+
+type sqlcClaimEventsRow struct {
+	Seq       int64
+	EventID   string
+	Topic     string
+	EventKey  string
+	Payload   []byte
+	Headers   []byte
+	CreatedAt int64
+}
+
+// ClaimEvents leases up to batch unsent events whose lease is free, in seq
+// order, passing over an event while an earlier unsent event of its key is
+// leased (so a key's events are published in order; events with an empty
+// key have no order). SQLite has one writer at a time, so each claim sees
+// the leases of the one before.
+func (q *sqlcQueries) ClaimEvents(ctx context.Context, arg sqlcClaimEventsParams) ([]sqlcClaimEventsRow, error) {
+	rows, err := q.query(ctx, q.claimEventsStmt, claimEvents, arg.LeaseMs, arg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []sqlcClaimEventsRow
+	for rows.Next() {
+		var i sqlcClaimEventsRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.EventID,
+			&i.Topic,
+			&i.EventKey,
+			&i.Payload,
+			&i.Headers,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const complete = `-- name: Complete :execrows
@@ -193,6 +287,32 @@ func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedPa
 	return result.RowsAffected()
 }
 
+const markSent = `-- name: MarkSent :execrows
+UPDATE order_keys_outbox
+SET sent_at = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER), lease_until = NULL
+WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
+`
+
+// MarkSent records that the events were published; events already sent
+// keep their first sent_at.
+func (q *sqlcQueries) MarkSent(ctx context.Context, eventIds []string) (int64, error) {
+	query := markSent
+	var queryParams []interface{}
+	if len(eventIds) > 0 {
+		for _, v := range eventIds {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", strings.Repeat(",?", len(eventIds))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", "NULL", 1)
+	}
+	result, err := q.exec(ctx, nil, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const release = `-- name: Release :execrows
 UPDATE order_keys
 SET state = 3,
@@ -220,6 +340,31 @@ func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64
 		arg.IdemKey,
 		arg.Epoch,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const releaseEvents = `-- name: ReleaseEvents :execrows
+UPDATE order_keys_outbox
+SET lease_until = NULL
+WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
+`
+
+// ReleaseEvents ends the lease of claimed events that were not published.
+func (q *sqlcQueries) ReleaseEvents(ctx context.Context, eventIds []string) (int64, error) {
+	query := releaseEvents
+	var queryParams []interface{}
+	if len(eventIds) > 0 {
+		for _, v := range eventIds {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", strings.Repeat(",?", len(eventIds))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", "NULL", 1)
+	}
+	result, err := q.exec(ctx, nil, query, queryParams...)
 	if err != nil {
 		return 0, err
 	}
@@ -266,6 +411,30 @@ type sqlcSweepProcessedParams struct {
 // again. SQLite has one writer at a time: sweepers run one after another.
 func (q *sqlcQueries) SweepProcessed(ctx context.Context, arg sqlcSweepProcessedParams) (int64, error) {
 	result, err := q.exec(ctx, q.sweepProcessedStmt, sweepProcessed, arg.RetentionMs, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const sweepSent = `-- name: SweepSent :execrows
+DELETE FROM order_keys_outbox
+WHERE seq IN (
+    SELECT seq FROM order_keys_outbox
+    WHERE sent_at <= CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) - CAST(?1 AS INTEGER)
+    ORDER BY sent_at
+    LIMIT ?2)
+`
+
+type sqlcSweepSentParams struct {
+	RetentionMs int64
+	Batch       int64
+}
+
+// SweepSent deletes up to batch events sent more than retention_ms ago,
+// oldest first.
+func (q *sqlcQueries) SweepSent(ctx context.Context, arg sqlcSweepSentParams) (int64, error) {
+	result, err := q.exec(ctx, q.sweepSentStmt, sweepSent, arg.RetentionMs, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -27,6 +27,12 @@ func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	if q.acquireStmt, err = db.PrepareContext(ctx, acquire); err != nil {
 		return nil, fmt.Errorf("error preparing query Acquire: %w", err)
 	}
+	if q.addEventStmt, err = db.PrepareContext(ctx, addEvent); err != nil {
+		return nil, fmt.Errorf("error preparing query AddEvent: %w", err)
+	}
+	if q.claimEventsStmt, err = db.PrepareContext(ctx, claimEvents); err != nil {
+		return nil, fmt.Errorf("error preparing query ClaimEvents: %w", err)
+	}
 	if q.completeStmt, err = db.PrepareContext(ctx, complete); err != nil {
 		return nil, fmt.Errorf("error preparing query Complete: %w", err)
 	}
@@ -36,14 +42,23 @@ func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	if q.markProcessedStmt, err = db.PrepareContext(ctx, markProcessed); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkProcessed: %w", err)
 	}
+	if q.markSentStmt, err = db.PrepareContext(ctx, markSent); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkSent: %w", err)
+	}
 	if q.releaseStmt, err = db.PrepareContext(ctx, release); err != nil {
 		return nil, fmt.Errorf("error preparing query Release: %w", err)
+	}
+	if q.releaseEventsStmt, err = db.PrepareContext(ctx, releaseEvents); err != nil {
+		return nil, fmt.Errorf("error preparing query ReleaseEvents: %w", err)
 	}
 	if q.sweepStmt, err = db.PrepareContext(ctx, sweep); err != nil {
 		return nil, fmt.Errorf("error preparing query Sweep: %w", err)
 	}
 	if q.sweepProcessedStmt, err = db.PrepareContext(ctx, sweepProcessed); err != nil {
 		return nil, fmt.Errorf("error preparing query SweepProcessed: %w", err)
+	}
+	if q.sweepSentStmt, err = db.PrepareContext(ctx, sweepSent); err != nil {
+		return nil, fmt.Errorf("error preparing query SweepSent: %w", err)
 	}
 	return &q, nil
 }
@@ -53,6 +68,16 @@ func (q *sqlcQueries) Close() error {
 	if q.acquireStmt != nil {
 		if cerr := q.acquireStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing acquireStmt: %w", cerr)
+		}
+	}
+	if q.addEventStmt != nil {
+		if cerr := q.addEventStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing addEventStmt: %w", cerr)
+		}
+	}
+	if q.claimEventsStmt != nil {
+		if cerr := q.claimEventsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing claimEventsStmt: %w", cerr)
 		}
 	}
 	if q.completeStmt != nil {
@@ -70,9 +95,19 @@ func (q *sqlcQueries) Close() error {
 			err = fmt.Errorf("error closing markProcessedStmt: %w", cerr)
 		}
 	}
+	if q.markSentStmt != nil {
+		if cerr := q.markSentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markSentStmt: %w", cerr)
+		}
+	}
 	if q.releaseStmt != nil {
 		if cerr := q.releaseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing releaseStmt: %w", cerr)
+		}
+	}
+	if q.releaseEventsStmt != nil {
+		if cerr := q.releaseEventsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing releaseEventsStmt: %w", cerr)
 		}
 	}
 	if q.sweepStmt != nil {
@@ -83,6 +118,11 @@ func (q *sqlcQueries) Close() error {
 	if q.sweepProcessedStmt != nil {
 		if cerr := q.sweepProcessedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing sweepProcessedStmt: %w", cerr)
+		}
+	}
+	if q.sweepSentStmt != nil {
+		if cerr := q.sweepSentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sweepSentStmt: %w", cerr)
 		}
 	}
 	return err
@@ -125,12 +165,17 @@ type sqlcQueries struct {
 	db                 sqlcDBTX
 	tx                 *sql.Tx
 	acquireStmt        *sql.Stmt
+	addEventStmt       *sql.Stmt
+	claimEventsStmt    *sql.Stmt
 	completeStmt       *sql.Stmt
 	lookupStmt         *sql.Stmt
 	markProcessedStmt  *sql.Stmt
+	markSentStmt       *sql.Stmt
 	releaseStmt        *sql.Stmt
+	releaseEventsStmt  *sql.Stmt
 	sweepStmt          *sql.Stmt
 	sweepProcessedStmt *sql.Stmt
+	sweepSentStmt      *sql.Stmt
 }
 
 func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
@@ -138,11 +183,16 @@ func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
 		db:                 tx,
 		tx:                 tx,
 		acquireStmt:        q.acquireStmt,
+		addEventStmt:       q.addEventStmt,
+		claimEventsStmt:    q.claimEventsStmt,
 		completeStmt:       q.completeStmt,
 		lookupStmt:         q.lookupStmt,
 		markProcessedStmt:  q.markProcessedStmt,
+		markSentStmt:       q.markSentStmt,
 		releaseStmt:        q.releaseStmt,
+		releaseEventsStmt:  q.releaseEventsStmt,
 		sweepStmt:          q.sweepStmt,
 		sweepProcessedStmt: q.sweepProcessedStmt,
+		sweepSentStmt:      q.sweepSentStmt,
 	}
 }

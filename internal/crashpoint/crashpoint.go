@@ -56,13 +56,18 @@ func (p *Point) String() string {
 }
 
 // Reached counts one passage through the point name and, on the n-th,
-// writes one line to stderr and kills the process with SIGKILL. It never
-// returns then. Calls for other names, and on a nil Point, do nothing.
-func (p *Point) Reached(name string) {
+// writes one line to stderr (with detail, such as the id of the message in
+// hand, when given) and kills the process with SIGKILL. It never returns
+// then. Calls for other names, and on a nil Point, do nothing.
+func (p *Point) Reached(name string, detail ...string) {
 	if p == nil || name != p.name || p.seen.Add(1) != p.nth {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "crashpoint: SIGKILL at %s (passage %d)\n", p.name, p.nth)
+	line := fmt.Sprintf("crashpoint: SIGKILL at %s (passage %d)", p.name, p.nth)
+	if len(detail) > 0 {
+		line += ": " + strings.Join(detail, " ")
+	}
+	fmt.Fprintln(os.Stderr, line)
 	self, err := os.FindProcess(os.Getpid())
 	if err == nil {
 		err = self.Kill() // SIGKILL on Unix

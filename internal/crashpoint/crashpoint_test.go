@@ -3,6 +3,7 @@ package crashpoint
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,7 @@ func TestReachedKills(t *testing.T) {
 		}
 		for i := 1; i <= 3; i++ {
 			p.Reached("other")
-			p.Reached("after-commit")
+			p.Reached("after-commit", "message", strconv.Itoa(i))
 			os.Stdout.WriteString("passed " + string(rune('0'+i)) + "\n")
 		}
 		os.Exit(0)
@@ -63,7 +64,7 @@ func TestReachedKills(t *testing.T) {
 	if got := stdout.String(); got != "passed 1\n" {
 		t.Errorf("child's output %q, want only the first passage", got)
 	}
-	if !strings.Contains(stderr.String(), "crashpoint: SIGKILL at after-commit (passage 2)") {
+	if !strings.Contains(stderr.String(), "crashpoint: SIGKILL at after-commit (passage 2): message 2\n") {
 		t.Errorf("child's stderr lacks the crash line:\n%s", stderr.String())
 	}
 }

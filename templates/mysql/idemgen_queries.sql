@@ -112,3 +112,72 @@ FOR UPDATE SKIP LOCKED;
 -- time is UTC, as the sweeper's, whatever the session's time_zone.
 INSERT IGNORE INTO idemgen_keys_processed (consumer, message_id, processed_at)
 VALUES (sqlc.arg(consumer), sqlc.arg(message_id), (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND));
+
+-- name: AddEvent :exec
+-- AddEvent writes one outbox event in the caller's transaction.
+INSERT INTO idemgen_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (sqlc.arg(event_id), sqlc.arg(topic), sqlc.arg(event_key), sqlc.arg(payload), sqlc.arg(headers),
+        (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND));
+
+-- name: LockOutboxClaims :one
+-- LockOutboxClaims takes the session lock that serializes the claims of
+-- all relays on the table (see ClaimEvents): 1 when taken, 0 when
+-- timeout_s passed.
+SELECT CAST(COALESCE(GET_LOCK('idemgen:idemgen_keys_outbox', sqlc.arg(timeout_s)), 0) AS SIGNED) AS locked;
+
+-- name: UnlockOutboxClaims :exec
+-- UnlockOutboxClaims gives the claim lock back.
+SELECT RELEASE_LOCK('idemgen:idemgen_keys_outbox');
+
+-- name: SelectClaimable :many
+-- SelectClaimable locks up to batch unsent events whose lease is free, in
+-- seq order, passing over an event while an earlier unsent event of its
+-- key is leased (so a key's events are published in order; events with an
+-- empty key have no order) and over rows another session holds (SKIP
+-- LOCKED: a MarkSent or sweep of another relay). LeaseEvents then leases
+-- them.
+SELECT c.seq, c.event_id, c.topic, c.event_key, c.payload, c.headers,
+       CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', c.created_at) AS SIGNED) AS created_us
+FROM idemgen_keys_outbox c FORCE INDEX (idemgen_keys_outbox_unsent)
+WHERE c.sent_at IS NULL
+  AND (c.lease_until IS NULL OR c.lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))
+  AND (c.event_key = '' OR NOT EXISTS (
+      SELECT 1 FROM idemgen_keys_outbox e
+      WHERE e.event_key = c.event_key AND e.sent_at IS NULL AND e.seq < c.seq
+        AND e.lease_until > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)))
+ORDER BY c.seq
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
+-- name: LeaseEvents :exec
+-- LeaseEvents leases the events SelectClaimable locked.
+UPDATE idemgen_keys_outbox
+SET lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL sqlc.arg(lease_us) MICROSECOND
+WHERE seq IN (sqlc.slice(seqs));
+
+-- name: MarkSent :execrows
+-- MarkSent records that the events were published; events already sent
+-- keep their first sent_at.
+UPDATE idemgen_keys_outbox
+SET sent_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until = NULL
+WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
+
+-- name: ReleaseEvents :execrows
+-- ReleaseEvents ends the lease of claimed events that were not published.
+UPDATE idemgen_keys_outbox
+SET lease_until = NULL
+WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
+
+-- name: SweepSentBatch :many
+-- SweepSentBatch locks up to batch events sent more than retention_us
+-- ago, oldest first, for the sweeper to delete (DeleteEvents), skipping
+-- rows another sweeper holds.
+SELECT seq FROM idemgen_keys_outbox FORCE INDEX (idemgen_keys_outbox_unsent)
+WHERE sent_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) - INTERVAL sqlc.arg(retention_us) MICROSECOND
+ORDER BY sent_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
+-- name: DeleteEvents :execrows
+-- DeleteEvents deletes the events SweepSentBatch locked.
+DELETE FROM idemgen_keys_outbox WHERE seq IN (sqlc.slice(seqs));

@@ -94,6 +94,21 @@ WITH probe AS (
 SELECT probe.locked, probe.idle_timeout, ins.epoch
 FROM probe LEFT JOIN ins ON true;
 
+-- name: HolderLease :one
+-- HolderLease is the lease left, in milliseconds, of the transactional
+-- attempt that holds a key's advisory lock (ClaimTx found it taken), for
+-- the Retry-After of a duplicate in another process: the holder's
+-- transaction began just after its lease did, so its start plus the lease
+-- is the lease's end (a few milliseconds late at most). 0 when no holder
+-- can be seen (it ended since, or it is another role's session and this
+-- role lacks pg_read_all_stats).
+SELECT COALESCE(max(extract(epoch FROM a.xact_start + sqlc.arg(lease_ms)::bigint * interval '1 millisecond' - clock_timestamp()) * 1000), 0)::bigint AS remaining_ms
+FROM pg_catalog.pg_locks l
+JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = ((sqlc.arg(lock_key)::bigint >> 32) & 4294967295)::oid
+  AND l.objid = (sqlc.arg(lock_key)::bigint & 4294967295)::oid;
+
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where
@@ -185,3 +200,59 @@ ON CONFLICT (consumer, message_id) DO NOTHING;
 -- ServerState tells whether the session can write to a primary.
 SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only;
+
+-- name: AddEvent :exec
+-- AddEvent writes one outbox event in the caller's transaction.
+INSERT INTO idemgen_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (sqlc.arg(event_id), sqlc.arg(topic), sqlc.arg(event_key), sqlc.arg(payload), sqlc.arg(headers), statement_timestamp());
+
+-- name: LockOutboxClaims :exec
+-- LockOutboxClaims serializes the claims of all relays on the table until
+-- the end of the transaction, so that each claim sees the leases of the
+-- previous one (see ClaimEvents).
+SELECT pg_advisory_xact_lock(hashtext('idemgen:idemgen_keys_outbox'));
+
+-- name: ClaimEvents :many
+-- ClaimEvents leases up to batch unsent events whose lease is free, in seq
+-- order, passing over an event while an earlier unsent event of its key is
+-- leased (so a key's events are published in order; events with an empty
+-- key have no order) and over rows another
+-- session holds (SKIP LOCKED: a MarkSent or sweep of another relay).
+UPDATE idemgen_keys_outbox o
+SET lease_until = statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
+WHERE o.seq IN (
+    SELECT c.seq FROM idemgen_keys_outbox c
+    WHERE c.sent_at IS NULL
+      AND (c.lease_until IS NULL OR c.lease_until <= statement_timestamp())
+      AND (c.event_key = '' OR NOT EXISTS (
+          SELECT 1 FROM idemgen_keys_outbox e
+          WHERE e.event_key = c.event_key AND e.seq < c.seq AND e.sent_at IS NULL
+            AND e.lease_until > statement_timestamp()))
+    ORDER BY c.seq
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED)
+RETURNING o.seq, o.event_id, o.topic, o.event_key, o.payload, o.headers, o.created_at;
+
+-- name: MarkSent :execrows
+-- MarkSent records that the events were published; events already sent
+-- keep their first sent_at.
+UPDATE idemgen_keys_outbox
+SET sent_at = statement_timestamp(), lease_until = NULL
+WHERE event_id = ANY(sqlc.arg(event_ids)::text[]) AND sent_at IS NULL;
+
+-- name: ReleaseEvents :execrows
+-- ReleaseEvents ends the lease of claimed events that were not published.
+UPDATE idemgen_keys_outbox
+SET lease_until = NULL
+WHERE event_id = ANY(sqlc.arg(event_ids)::text[]) AND sent_at IS NULL;
+
+-- name: SweepSent :execrows
+-- SweepSent deletes up to batch events sent more than retention_ms ago,
+-- oldest first, skipping rows another sweeper holds.
+DELETE FROM idemgen_keys_outbox
+WHERE seq IN (
+    SELECT s.seq FROM idemgen_keys_outbox s
+    WHERE s.sent_at <= statement_timestamp() - sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    ORDER BY s.sent_at
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED);

@@ -41,3 +41,28 @@ CREATE TABLE IF NOT EXISTS idemgen_keys_processed (
 -- The sweeper deletes processed ids older than the store's retention in
 -- processed_at order, in bounded batches.
 CREATE INDEX IF NOT EXISTS idemgen_keys_processed_idx ON idemgen_keys_processed (processed_at);
+
+-- The transactional outbox: events a handler adds in its own transaction
+-- (AddEvents), published by a relay (idemrt.Relay over the Store's
+-- ClaimEvents, MarkSent, ReleaseEvents, SweepSent). seq orders the events;
+-- a claim leases a batch until lease_until; sent rows are swept once
+-- sent_at is older than the relay's retention. Times are the database's.
+CREATE TABLE IF NOT EXISTS idemgen_keys_outbox (
+    seq         bigint       GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id    varchar(255) COLLATE "C" NOT NULL,
+    topic       varchar(255) COLLATE "C" NOT NULL,
+    event_key   varchar(255) COLLATE "C" NOT NULL,
+    payload     bytea        NOT NULL,
+    headers     bytea        NOT NULL,
+    created_at  timestamptz  NOT NULL DEFAULT statement_timestamp(),
+    lease_until timestamptz,
+    sent_at     timestamptz
+);
+
+-- The event id is the broker's message id: unique.
+CREATE UNIQUE INDEX IF NOT EXISTS idemgen_keys_outbox_id ON idemgen_keys_outbox (event_id);
+-- A claim reads the unsent events in seq order, and looks for an earlier
+-- leased event of the same key; the sweeper reads sent events by sent_at.
+CREATE INDEX IF NOT EXISTS idemgen_keys_outbox_unsent ON idemgen_keys_outbox (seq) WHERE sent_at IS NULL;
+CREATE INDEX IF NOT EXISTS idemgen_keys_outbox_key ON idemgen_keys_outbox (event_key, seq) WHERE sent_at IS NULL;
+CREATE INDEX IF NOT EXISTS idemgen_keys_outbox_sent ON idemgen_keys_outbox (sent_at) WHERE sent_at IS NOT NULL;

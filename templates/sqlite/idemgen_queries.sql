@@ -112,3 +112,52 @@ WHERE (consumer, message_id) IN (
 INSERT INTO idemgen_keys_processed (consumer, message_id)
 VALUES (sqlc.arg(consumer), sqlc.arg(message_id))
 ON CONFLICT (consumer, message_id) DO NOTHING;
+
+-- name: AddEvent :exec
+-- AddEvent writes one outbox event in the caller's transaction.
+INSERT INTO idemgen_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (sqlc.arg(event_id), sqlc.arg(topic), sqlc.arg(event_key), sqlc.arg(payload), sqlc.arg(headers),
+        CAST((julianday() - 2440587.5) * 86400000 AS INTEGER));
+
+-- name: ClaimEvents :many
+-- ClaimEvents leases up to batch unsent events whose lease is free, in seq
+-- order, passing over an event while an earlier unsent event of its key is
+-- leased (so a key's events are published in order; events with an empty
+-- key have no order). SQLite has one writer at a time, so each claim sees
+-- the leases of the one before.
+UPDATE idemgen_keys_outbox
+SET lease_until = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) + CAST(sqlc.arg(lease_ms) AS INTEGER)
+WHERE seq IN (
+    SELECT c.seq FROM idemgen_keys_outbox c
+    WHERE c.sent_at IS NULL
+      AND (c.lease_until IS NULL OR c.lease_until <= CAST((julianday() - 2440587.5) * 86400000 AS INTEGER))
+      AND (c.event_key = '' OR NOT EXISTS (
+          SELECT 1 FROM idemgen_keys_outbox e
+          WHERE e.event_key = c.event_key AND e.seq < c.seq AND e.sent_at IS NULL
+            AND e.lease_until > CAST((julianday() - 2440587.5) * 86400000 AS INTEGER)))
+    ORDER BY c.seq
+    LIMIT sqlc.arg(batch))
+RETURNING seq, event_id, topic, event_key, payload, headers, created_at;
+
+-- name: MarkSent :execrows
+-- MarkSent records that the events were published; events already sent
+-- keep their first sent_at.
+UPDATE idemgen_keys_outbox
+SET sent_at = CAST((julianday() - 2440587.5) * 86400000 AS INTEGER), lease_until = NULL
+WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
+
+-- name: ReleaseEvents :execrows
+-- ReleaseEvents ends the lease of claimed events that were not published.
+UPDATE idemgen_keys_outbox
+SET lease_until = NULL
+WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
+
+-- name: SweepSent :execrows
+-- SweepSent deletes up to batch events sent more than retention_ms ago,
+-- oldest first.
+DELETE FROM idemgen_keys_outbox
+WHERE seq IN (
+    SELECT seq FROM idemgen_keys_outbox
+    WHERE sent_at <= CAST((julianday() - 2440587.5) * 86400000 AS INTEGER) - CAST(sqlc.arg(retention_ms) AS INTEGER)
+    ORDER BY sent_at
+    LIMIT sqlc.arg(batch));

@@ -12,3 +12,9 @@ func TestConformance(t *testing.T) {
 	st := db.store(t)
 	storetest.Run(t, func(t *testing.T) idemrt.Store { return st })
 }
+
+// The messaging suite (ProcessOnce, the outbox, relays) on a fresh
+// database per subtest: the outbox subtests count every event.
+func TestMessagingConformance(t *testing.T) {
+	storetest.RunMessaging(t, func(t *testing.T) storetest.MessagingStore { return newTestDB(t).store(t) })
+}

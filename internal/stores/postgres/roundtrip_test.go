@@ -52,7 +52,8 @@ var (
 // BEGIN, the claim (uncommitted), and the completion with the COMMIT in
 // one round trip (a batch); a conflict
 // with an attempt still in its transaction is the read and a claim that
-// finds the key's advisory lock taken, then ROLLBACK; a retry after a crash
+// finds the key's advisory lock taken, then ROLLBACK and the read of the
+// holder's lease (HolderLease, for Retry-After); a retry after a crash
 // is a first request, since the crash left nothing.
 func TestRoundTrips(t *testing.T) {
 	harness.RoundTrips(t, func(t *testing.T, log *harness.StatementLog) idemrt.Store {
@@ -68,6 +69,6 @@ func TestRoundTrips(t *testing.T) {
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
 	}, harness.RoundTripWant{
 		First: firstRoundTripsTx, Replay: []string{"Lookup"},
-		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback"},
+		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback", "HolderLease"},
 	})
 }

@@ -8,7 +8,34 @@ package idemmysql
 import (
 	"context"
 	"database/sql"
+	"strings"
 )
+
+const addEvent = `-- name: AddEvent :exec
+INSERT INTO idempotency_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (?, ?, ?, ?, ?,
+        (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))
+`
+
+type sqlcAddEventParams struct {
+	EventID  []byte
+	Topic    []byte
+	EventKey []byte
+	Payload  []byte
+	Headers  []byte
+}
+
+// AddEvent writes one outbox event in the caller's transaction.
+func (q *sqlcQueries) AddEvent(ctx context.Context, arg sqlcAddEventParams) error {
+	_, err := q.exec(ctx, q.addEventStmt, addEvent,
+		arg.EventID,
+		arg.Topic,
+		arg.EventKey,
+		arg.Payload,
+		arg.Headers,
+	)
+	return err
+}
 
 const claim = `-- name: Claim :execresult
 INSERT INTO idempotency_keys (
@@ -132,6 +159,71 @@ func (q *sqlcQueries) Complete(ctx context.Context, arg sqlcCompleteParams) (int
 	return result.RowsAffected()
 }
 
+const deleteEvents = `-- name: DeleteEvents :execrows
+DELETE FROM idempotency_keys_outbox WHERE seq IN (/*SLICE:seqs*/?)
+`
+
+// DeleteEvents deletes the events SweepSentBatch locked.
+func (q *sqlcQueries) DeleteEvents(ctx context.Context, seqs []int64) (int64, error) {
+	query := deleteEvents
+	var queryParams []interface{}
+	if len(seqs) > 0 {
+		for _, v := range seqs {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:seqs*/?", strings.Repeat(",?", len(seqs))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:seqs*/?", "NULL", 1)
+	}
+	result, err := q.exec(ctx, nil, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const leaseEvents = `-- name: LeaseEvents :exec
+UPDATE idempotency_keys_outbox
+SET lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND
+WHERE seq IN (/*SLICE:seqs*/?)
+`
+
+type sqlcLeaseEventsParams struct {
+	LeaseUs interface{}
+	Seqs    []int64
+}
+
+// LeaseEvents leases the events SelectClaimable locked.
+func (q *sqlcQueries) LeaseEvents(ctx context.Context, arg sqlcLeaseEventsParams) error {
+	query := leaseEvents
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.LeaseUs)
+	if len(arg.Seqs) > 0 {
+		for _, v := range arg.Seqs {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:seqs*/?", strings.Repeat(",?", len(arg.Seqs))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:seqs*/?", "NULL", 1)
+	}
+	_, err := q.exec(ctx, nil, query, queryParams...)
+	return err
+}
+
+const lockOutboxClaims = `-- name: LockOutboxClaims :one
+SELECT CAST(COALESCE(GET_LOCK('idemgen:idempotency_keys_outbox', ?), 0) AS SIGNED) AS locked
+`
+
+// LockOutboxClaims takes the session lock that serializes the claims of
+// all relays on the table (see ClaimEvents): 1 when taken, 0 when
+// timeout_s passed.
+func (q *sqlcQueries) LockOutboxClaims(ctx context.Context, timeoutS int32) (int64, error) {
+	row := q.queryRow(ctx, q.lockOutboxClaimsStmt, lockOutboxClaims, timeoutS)
+	var locked int64
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const lookup = `-- name: Lookup :one
 SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
        expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AS unexpired,
@@ -201,6 +293,32 @@ func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedPa
 	return result.RowsAffected()
 }
 
+const markSent = `-- name: MarkSent :execrows
+UPDATE idempotency_keys_outbox
+SET sent_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until = NULL
+WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
+`
+
+// MarkSent records that the events were published; events already sent
+// keep their first sent_at.
+func (q *sqlcQueries) MarkSent(ctx context.Context, eventIds [][]byte) (int64, error) {
+	query := markSent
+	var queryParams []interface{}
+	if len(eventIds) > 0 {
+		for _, v := range eventIds {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", strings.Repeat(",?", len(eventIds))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", "NULL", 1)
+	}
+	result, err := q.exec(ctx, nil, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const release = `-- name: Release :execrows
 UPDATE idempotency_keys
 SET state = 3, lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), headers = '', body = ''
@@ -229,6 +347,93 @@ func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const releaseEvents = `-- name: ReleaseEvents :execrows
+UPDATE idempotency_keys_outbox
+SET lease_until = NULL
+WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
+`
+
+// ReleaseEvents ends the lease of claimed events that were not published.
+func (q *sqlcQueries) ReleaseEvents(ctx context.Context, eventIds [][]byte) (int64, error) {
+	query := releaseEvents
+	var queryParams []interface{}
+	if len(eventIds) > 0 {
+		for _, v := range eventIds {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", strings.Repeat(",?", len(eventIds))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:event_ids*/?", "NULL", 1)
+	}
+	result, err := q.exec(ctx, nil, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const selectClaimable = `-- name: SelectClaimable :many
+SELECT c.seq, c.event_id, c.topic, c.event_key, c.payload, c.headers,
+       CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', c.created_at) AS SIGNED) AS created_us
+FROM idempotency_keys_outbox c FORCE INDEX (idempotency_keys_outbox_unsent)
+WHERE c.sent_at IS NULL
+  AND (c.lease_until IS NULL OR c.lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND))
+  AND (c.event_key = '' OR NOT EXISTS (
+      SELECT 1 FROM idempotency_keys_outbox e
+      WHERE e.event_key = c.event_key AND e.sent_at IS NULL AND e.seq < c.seq
+        AND e.lease_until > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND)))
+ORDER BY c.seq
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+`
+
+type sqlcSelectClaimableRow struct {
+	Seq       int64
+	EventID   []byte
+	Topic     []byte
+	EventKey  []byte
+	Payload   []byte
+	Headers   []byte
+	CreatedUs int64
+}
+
+// SelectClaimable locks up to batch unsent events whose lease is free, in
+// seq order, passing over an event while an earlier unsent event of its
+// key is leased (so a key's events are published in order; events with an
+// empty key have no order) and over rows another session holds (SKIP
+// LOCKED: a MarkSent or sweep of another relay). LeaseEvents then leases
+// them.
+func (q *sqlcQueries) SelectClaimable(ctx context.Context, limit int32) ([]sqlcSelectClaimableRow, error) {
+	rows, err := q.query(ctx, q.selectClaimableStmt, selectClaimable, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []sqlcSelectClaimableRow
+	for rows.Next() {
+		var i sqlcSelectClaimableRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.EventID,
+			&i.Topic,
+			&i.EventKey,
+			&i.Payload,
+			&i.Headers,
+			&i.CreatedUs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const sweepBatch = `-- name: SweepBatch :many
@@ -319,4 +524,53 @@ func (q *sqlcQueries) SweepProcessedBatch(ctx context.Context, arg sqlcSweepProc
 		return nil, err
 	}
 	return items, nil
+}
+
+const sweepSentBatch = `-- name: SweepSentBatch :many
+SELECT seq FROM idempotency_keys_outbox FORCE INDEX (idempotency_keys_outbox_unsent)
+WHERE sent_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) - INTERVAL ? MICROSECOND
+ORDER BY sent_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+`
+
+type sqlcSweepSentBatchParams struct {
+	RetentionUs interface{}
+	Limit       int32
+}
+
+// SweepSentBatch locks up to batch events sent more than retention_us
+// ago, oldest first, for the sweeper to delete (DeleteEvents), skipping
+// rows another sweeper holds.
+func (q *sqlcQueries) SweepSentBatch(ctx context.Context, arg sqlcSweepSentBatchParams) ([]int64, error) {
+	rows, err := q.query(ctx, q.sweepSentBatchStmt, sweepSentBatch, arg.RetentionUs, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		items = append(items, seq)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unlockOutboxClaims = `-- name: UnlockOutboxClaims :exec
+SELECT RELEASE_LOCK('idemgen:idempotency_keys_outbox')
+`
+
+// UnlockOutboxClaims gives the claim lock back.
+func (q *sqlcQueries) UnlockOutboxClaims(ctx context.Context) error {
+	_, err := q.exec(ctx, q.unlockOutboxClaimsStmt, unlockOutboxClaims)
+	return err
 }

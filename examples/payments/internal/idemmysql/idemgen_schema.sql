@@ -42,3 +42,28 @@ CREATE TABLE IF NOT EXISTS idempotency_keys_processed (
     PRIMARY KEY (consumer, message_id),
     KEY idempotency_keys_processed_idx (processed_at)
 ) ENGINE = InnoDB;
+
+-- The transactional outbox: events a handler adds in its own transaction
+-- (AddEvents), published by a relay (idemrt.Relay over the Store's
+-- ClaimEvents, MarkSent, ReleaseEvents, SweepSent). seq orders the events;
+-- a claim leases a batch until lease_until; sent rows are swept once
+-- sent_at is older than the relay's retention. Times are UTC, on the
+-- database's clock. The event id is the broker's message id: unique. A
+-- claim reads unsent events (sent_at NULL) in seq order and looks for an
+-- earlier leased event of the same key; the sweeper reads sent events by
+-- sent_at.
+CREATE TABLE IF NOT EXISTS idempotency_keys_outbox (
+    seq         BIGINT         NOT NULL AUTO_INCREMENT,
+    event_id    VARBINARY(255) NOT NULL,
+    topic       VARBINARY(255) NOT NULL,
+    event_key   VARBINARY(255) NOT NULL,
+    payload     LONGBLOB       NOT NULL,
+    headers     BLOB           NOT NULL,
+    created_at  DATETIME(6)    NOT NULL,
+    lease_until DATETIME(6)    NULL,
+    sent_at     DATETIME(6)    NULL,
+    PRIMARY KEY (seq),
+    UNIQUE KEY idempotency_keys_outbox_id (event_id),
+    KEY idempotency_keys_outbox_unsent (sent_at, seq),
+    KEY idempotency_keys_outbox_key (event_key, sent_at, seq)
+) ENGINE = InnoDB;

@@ -9,15 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// Schema is the DDL of the idempotency_keys table and its message-consumer table
-// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS, so it
-// can run at every start-up (see ApplySchema) or go into a migration tool.
+// Schema is the DDL of the idempotency_keys table, its message-consumer table
+// and its outbox table (idemgen_schema.sql). Every statement is CREATE ...
+// IF NOT EXISTS, so it can run at every start-up (see ApplySchema) or go
+// into a migration tool.
 //
 //go:embed idemgen_schema.sql
 var Schema string
@@ -48,10 +50,18 @@ func ApplySchema(ctx context.Context, db *sql.DB) error {
 // instead of competing for the write lock through busy_timeout's sleeps.
 // Other writers (non-transactional claims, completions, other processes)
 // still meet them at the write lock.
+//
+// A claim that cannot get the turn or the write lock in time is answered
+// InProgress only when the key is held by a transactional attempt of this
+// store (the store keeps those keys while their attempts run); a
+// brand-new key that merely queued behind other keys' attempts gets an
+// error instead (503 store-unavailable: nothing ran, retry), not a false
+// 409 in-progress.
 type Store struct {
 	db        *sql.DB
 	q         *sqlcQueries
 	turn      chan struct{} // the write turn of transactional attempts; see takeTurn
+	held      sync.Map      // idemrt.RecordKey -> *heldKey: keys of this store's running transactional attempts
 	busy      time.Duration // the connection's busy_timeout
 	retention time.Duration // of processed message ids; see ProcessedRetention
 }
@@ -200,23 +210,37 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // before BEGIN to its end or ctx's (the attempt's lease), so a duplicate
 // waits for it (for the turn, then busy_timeout at BEGIN) and then reads
 // its outcome: the replay, or the key free again after a rollback. A
-// duplicate whose busy_timeout or context ends first (the wrapper bounds
-// each store call, Options.StoreTimeout) is told InProgress.
+// duplicate of a transactional attempt of this store that is still running
+// is told InProgress at once, without queueing for the turn (the wrapper
+// that runs the attempt answers with its remaining lease). A claim whose
+// busy_timeout or context ends first (the wrapper bounds each store call,
+// Options.StoreTimeout) is told InProgress if its key is held by such an
+// attempt by then, and otherwise gets errBusy: no attempt of this process
+// holds its key (one of another process cannot be told from other keys'
+// writes), so 409 would be false.
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
-	busy := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
+	busy := func() (idemrt.Tx, idemrt.ClaimResult, error) {
+		if res, ok := s.heldBy(req); ok {
+			return nil, res, nil
+		}
+		return nil, idemrt.ClaimResult{}, errBusy
+	}
 	for range maxClaimAttempts {
 		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
 		if err != nil || live != nil {
 			return nil, deref(live), err
 		}
+		if res, ok := s.heldBy(req); ok {
+			return nil, res, nil
+		}
 		turn := s.takeTurn(ctx)
 		if turn == nil {
 			// The turn stayed taken for busy_timeout, or for as long as
 			// the caller would wait.
-			return nil, busy, nil
+			return busy()
 		}
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -224,7 +248,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 			if isBusy(err) || ctx.Err() != nil {
 				// The write lock stayed taken for busy_timeout, or for as
 				// long as the caller would wait.
-				return nil, busy, nil
+				return busy()
 			}
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
 		}
@@ -238,13 +262,47 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		case errors.Is(err, sql.ErrNoRows):
 			continue // another attempt's record is live: read it
 		case err != nil && (isBusy(err) || ctx.Err() != nil):
-			return nil, busy, nil
+			return busy()
 		case err != nil:
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		return &storeTx{tx: tx, q: q, turn: turn}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+		return &storeTx{tx: tx, q: q, turn: turn, unhold: s.hold(ctx, req.RecordKey)},
+			idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// errBusy answers a claim that could not get the write turn or lock in
+// time for a key that no transactional attempt of this store holds.
+var errBusy = errors.New("idempotency store: claim: SQLite's write lock stayed taken by other keys' attempts (or other writers) for as long as the claim could wait (busy_timeout or the store bound); nothing ran, retry")
+
+// heldKey is the entry of a key held by a running transactional attempt:
+// each attempt's is a distinct pointer (the type is not zero-sized), so
+// that an attempt removes its own entry only.
+type heldKey struct{ _ byte }
+
+// hold records that a transactional attempt whose lease is ctx holds key,
+// until the returned function is called or ctx ends.
+func (s *Store) hold(ctx context.Context, key idemrt.RecordKey) func() {
+	h := &heldKey{}
+	s.held.Store(key, h)
+	unhold := func() { s.held.CompareAndDelete(key, h) }
+	stop := context.AfterFunc(ctx, unhold)
+	return func() {
+		stop()
+		unhold()
+	}
+}
+
+// heldBy reports a key held by a running transactional attempt of this
+// store: InProgress, as BeginClaim reports an uncommitted record (without
+// LeaseRemaining: the store reads no application clock; the wrapper that
+// runs the attempt knows its lease).
+func (s *Store) heldBy(req idemrt.ClaimRequest) (idemrt.ClaimResult, bool) {
+	if _, ok := s.held.Load(req.RecordKey); !ok {
+		return idemrt.ClaimResult{}, false
+	}
+	return idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, true
 }
 
 // takeTurn waits for the store's write turn while ctx lasts, and at most
@@ -385,9 +443,18 @@ func (s *Store) BeginTx(ctx context.Context) (idemrt.Tx, error) {
 }
 
 type storeTx struct {
-	tx   *sql.Tx
-	q    *sqlcQueries
-	turn *heldTurn // ended with the transaction
+	tx     *sql.Tx
+	q      *sqlcQueries
+	turn   *heldTurn // ended with the transaction
+	unhold func()    // BeginClaim's: gives the key up with the transaction
+}
+
+// ended gives the turn, and the key, up once the transaction is over.
+func (t *storeTx) ended() {
+	t.turn.end()
+	if t.unhold != nil {
+		t.unhold()
+	}
 }
 
 func (t *storeTx) Handle() any { return t.tx }
@@ -398,26 +465,36 @@ func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
 
 func (t *storeTx) Commit(ctx context.Context) error {
 	err := t.tx.Commit()
-	t.turn.end()
+	t.ended()
 	return err
 }
 
 func (t *storeTx) Rollback(ctx context.Context) error {
 	err := t.tx.Rollback()
-	t.turn.end()
+	t.ended()
 	return err
 }
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency
-// record, or not at all.
+// record, or not at all. ok is false when the request has no transaction
+// (the operation is not transactional, or the handler is not behind the
+// middleware). It panics with an *idemrt.ForeignTxError when the request
+// has a transaction of another store (the middleware's Options.Store is
+// not this package's Store: a test serving with another dialect's output,
+// or a MemoryStore): the handler would otherwise write outside the
+// transaction without a word. The wrapper then rolls back and releases the
+// key, and net/http answers the panic.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	t, ok := idemrt.TxFromContext(ctx)
 	if !ok {
 		return nil, false
 	}
 	tx, ok := t.Handle().(*sql.Tx)
-	return tx, ok
+	if !ok || tx == nil {
+		panic(&idemrt.ForeignTxError{Store: "SQLite", Want: "*sql.Tx", Handle: t.Handle()})
+	}
+	return tx, true
 }
 
 // MarkProcessed records, inside tx, that consumer processed messageID

@@ -1,10 +1,9 @@
-package generator
+package location
 
 import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"unicode/utf8"
 
@@ -15,76 +14,62 @@ import (
 // mistake the user must hear about: JSON decoders keep the last one
 // silently, so an annotation written first would vanish. YAML's loader
 // refuses such a document, and kin-openapi then reads a JSON one with
-// encoding/json, which keeps the last; neither says where every repeat is.
-// So each file's repeats are found here (JSON files by jsonRepeats before
-// the loader sees them, YAML ones by yamlRepeats when the loader refuses
+// encoding/json, which keeps the last; neither says where every Repeat is.
+// So each file's repeats are found here (JSON files by JSONRepeats before
+// the loader sees them, YAML ones by YAMLRepeats when the loader refuses
 // them), each is reported at the repeated key, and the loader is given the
-// text with the earlier occurrences blanked out (dropRepeats), which it
+// text with the earlier occurrences blanked out (DropRepeats), which it
 // reads as the last one written: the rest of the document is checked in
 // the same run.
 
-// repeat is a key written again in the same mapping: at is the byte offset
+// Repeat is a key written again in the same mapping: at is the byte offset
 // of the repeated key, prev that of the occurrence before it, and
 // [prev, prevEnd) the bytes of that earlier entry (its key, its value and
-// the separator after it) that dropRepeats blanks.
-type repeat struct {
-	key           string
-	at            int
-	prev, prevEnd int
+// the separator after it) that DropRepeats blanks.
+type Repeat struct {
+	Key           string
+	At            int
+	Prev, PrevEnd int
 }
 
-// dropRepeats returns a copy of text with the earlier entry of each repeat
+// DropRepeats returns a copy of text with the earlier entry of each Repeat
 // replaced by spaces, one per character, line breaks kept: every line and
 // column of the rest of the text (what loader errors are placed by) stays
 // where it was, as do its byte offsets unless a blanked entry holds a
 // multi-byte character.
-func dropRepeats(text []byte, reps []repeat) []byte {
+func DropRepeats(text []byte, reps []Repeat) []byte {
 	out := make([]byte, 0, len(text))
 	at := 0
 	for _, r := range sortedRepeats(reps) {
-		if r.prev < at {
+		if r.Prev < at {
 			continue // inside an entry blanked already (cannot happen: entries of one mapping do not overlap)
 		}
-		out = append(out, text[at:r.prev]...)
-		for _, c := range string(text[r.prev:r.prevEnd]) {
+		out = append(out, text[at:r.Prev]...)
+		for _, c := range string(text[r.Prev:r.PrevEnd]) {
 			if c == '\n' || c == '\r' {
 				out = append(out, byte(c))
 			} else {
 				out = append(out, ' ')
 			}
 		}
-		at = r.prevEnd
+		at = r.PrevEnd
 	}
 	return append(out, text[at:]...)
 }
 
 // sortedRepeats orders repeats by the entry they blank.
-func sortedRepeats(reps []repeat) []repeat {
+func sortedRepeats(reps []Repeat) []Repeat {
 	out := slices.Clone(reps)
-	slices.SortFunc(out, func(a, b repeat) int { return cmp.Compare(a.prev, b.prev) })
+	slices.SortFunc(out, func(a, b Repeat) int { return cmp.Compare(a.Prev, b.Prev) })
 	return out
 }
 
-// repeatDiags reports each repeat of s, at the repeated key, with its line
-// shown. lang and kind name the syntax: "YAML", "mapping" or "JSON",
-// "object".
-func repeatDiags(s *source, reps []repeat, lang, kind string) Diagnostics {
-	var ds Diagnostics
-	for _, r := range reps {
-		p := s.pos(r.at)
-		ds = append(ds, Diagnostic{Pos: p, Frame: s.frame(p), Msg: fmt.Sprintf(
-			"invalid %s: %s key %q already defined at line %d (the rest of the document is checked with the last one)",
-			lang, kind, r.key, s.pos(r.prev).Line)})
-	}
-	return ds
-}
-
-// jsonRepeats finds the repeated keys of every object of a JSON text, each
+// JSONRepeats finds the repeated keys of every object of a JSON text, each
 // against the occurrence before it; keys are compared as encoding/json
 // decodes them ("a" and "\u0061" are one key). ok is false, and nothing is
 // returned, when data is not one valid JSON value (exactly when
 // json.Valid(data) is false): a YAML file is left to the YAML loader.
-func jsonRepeats(data []byte) (reps []repeat, ok bool) {
+func JSONRepeats(data []byte) (reps []Repeat, ok bool) {
 	sc := jsonScanner{data: data}
 	if bytes.HasPrefix(data, utf8BOM) {
 		sc.i = len(utf8BOM) // offsets stay those of data
@@ -103,7 +88,7 @@ var utf8BOM = []byte("\xEF\xBB\xBF")
 const maxJSONDepth = 10000
 
 // smallObject is the number of keys an object is searched by a linear
-// scan for a repeat; a larger one gets a map.
+// scan for a Repeat; a larger one gets a map.
 const smallObject = 16
 
 type jsonScanner struct {
@@ -113,7 +98,7 @@ type jsonScanner struct {
 	// open objects and arrays.
 	keys   []jsonKey
 	frames []jsonFrame
-	reps   []repeat
+	reps   []Repeat
 }
 
 type jsonKey struct {
@@ -227,7 +212,7 @@ func (sc *jsonScanner) scan() bool {
 }
 
 // key reads an object's key and its colon, and records it in the
-// innermost object, noting a repeat.
+// innermost object, noting a Repeat.
 func (sc *jsonScanner) key() bool {
 	if sc.i >= len(sc.data) || sc.data[sc.i] != '"' {
 		return false
@@ -255,8 +240,8 @@ func (sc *jsonScanner) key() bool {
 	f := &sc.frames[len(sc.frames)-1]
 	if j := sc.find(f, k); j >= 0 {
 		prev := sc.keys[j]
-		sc.reps = append(sc.reps, repeat{key: sc.name(k), at: k.start, prev: prev.start, prevEnd: prev.entryEnd})
-		sc.keys[j] = k // the next repeat is against this one
+		sc.reps = append(sc.reps, Repeat{Key: sc.name(k), At: k.start, Prev: prev.start, PrevEnd: prev.entryEnd})
+		sc.keys[j] = k // the next Repeat is against this one
 		f.cur = j
 		return true
 	}
@@ -434,11 +419,11 @@ func (sc *jsonScanner) literal(word string) bool {
 	return true
 }
 
-// yamlRepeats finds the repeated keys of every mapping of a YAML
+// YAMLRepeats finds the repeated keys of every mapping of a YAML
 // document's node tree, as the YAML loader compares them (same kind, same
 // value), each against the occurrence before it; offsets are in s's text.
 // ok is false when a key's position cannot be found in the text.
-func yamlRepeats(s *source, root *yaml.Node) (reps []repeat, ok bool) {
+func YAMLRepeats(s *Source, root *yaml.Node) (reps []Repeat, ok bool) {
 	type id struct {
 		kind  yaml.Kind
 		value string
@@ -460,16 +445,16 @@ func yamlRepeats(s *source, root *yaml.Node) (reps []repeat, ok bool) {
 					// The text's key locator (locate.go) reads a key
 					// written "&a key" or "!!str key" as that whole
 					// text, so positions found after the earlier entry
-					// is blanked would be wrong: report the repeat as
+					// is blanked would be wrong: report the Repeat as
 					// the load error it is.
 					ok = false
 					continue
 				}
 				// The entry after the earlier one exists: this one at least.
 				next := n.Content[j+2]
-				r := repeat{key: k.Value, at: s.offset(k.Line, k.Column), prev: s.offset(n.Content[j].Line, n.Content[j].Column),
-					prevEnd: s.offset(next.Line, next.Column)}
-				if r.at < 0 || r.prev < 0 || r.prevEnd <= r.prev {
+				r := Repeat{Key: k.Value, At: s.Offset(k.Line, k.Column), Prev: s.Offset(n.Content[j].Line, n.Content[j].Column),
+					PrevEnd: s.Offset(next.Line, next.Column)}
+				if r.At < 0 || r.Prev < 0 || r.PrevEnd <= r.Prev {
 					ok = false
 					continue
 				}

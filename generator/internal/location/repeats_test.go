@@ -1,4 +1,4 @@
-package generator
+package location
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testutil"
 )
 
-// refRepeat is a repeat as the reference checker sees it: the key, and
+// refRepeat is a Repeat as the reference checker sees it: the key, and
 // the offsets just past the repeated key and past the occurrence before it
 // (json.Decoder tells where a token ends, not where it starts).
 type refRepeat struct {
@@ -94,31 +94,31 @@ func keyEnd(data []byte, off int) int {
 	return -1
 }
 
-// checkJSONRepeats checks jsonRepeats on data against json.Valid and the
-// reference, and dropRepeats' output: valid JSON without repeats, decoding
+// checkJSONRepeats checks JSONRepeats on data against json.Valid and the
+// reference, and DropRepeats' output: valid JSON without repeats, decoding
 // to what data decodes to (encoding/json keeps the last of each key), with
 // every line as many characters long as before.
-func checkJSONRepeats(t *testing.T, data []byte) []repeat {
+func checkJSONRepeats(t *testing.T, data []byte) []Repeat {
 	t.Helper()
 	if rest, bom := bytes.CutPrefix(data, utf8BOM); bom {
 		// A leading byte-order mark is skipped, the offsets staying those
 		// of data: the repeats are rest's, moved by its length.
 		want := checkJSONRepeats(t, rest)
-		reps, ok := jsonRepeats(data)
+		reps, ok := JSONRepeats(data)
 		if ok != json.Valid(rest) || len(reps) != len(want) {
 			t.Fatalf("with a byte-order mark: ok=%v, %d repeats; without: %d repeats (%q)", ok, len(reps), len(want), data)
 		}
 		for i, r := range reps {
 			w := want[i]
-			if r.key != w.key || r.at != w.at+len(utf8BOM) || r.prev != w.prev+len(utf8BOM) || r.prevEnd != w.prevEnd+len(utf8BOM) {
-				t.Fatalf("with a byte-order mark, repeat %+v; without, %+v (%q)", r, w, data)
+			if r.Key != w.Key || r.At != w.At+len(utf8BOM) || r.Prev != w.Prev+len(utf8BOM) || r.PrevEnd != w.PrevEnd+len(utf8BOM) {
+				t.Fatalf("with a byte-order mark, Repeat %+v; without, %+v (%q)", r, w, data)
 			}
 		}
 		return reps
 	}
-	reps, ok := jsonRepeats(data)
+	reps, ok := JSONRepeats(data)
 	if valid := json.Valid(data); ok != valid {
-		t.Fatalf("jsonRepeats ok=%v, json.Valid=%v for %q", ok, valid, data)
+		t.Fatalf("JSONRepeats ok=%v, json.Valid=%v for %q", ok, valid, data)
 	}
 	if !ok {
 		if reps != nil {
@@ -128,21 +128,21 @@ func checkJSONRepeats(t *testing.T, data []byte) []repeat {
 	}
 	var got []refRepeat
 	for _, r := range reps {
-		got = append(got, refRepeat{r.key, keyEnd(data, r.at), keyEnd(data, r.prev)})
-		if r.prevEnd <= r.prev || r.prevEnd > r.at || data[r.prevEnd-1] != ',' {
-			t.Fatalf("repeat %+v: the earlier entry does not end with its comma before the repeat in %q", r, data)
+		got = append(got, refRepeat{r.Key, keyEnd(data, r.At), keyEnd(data, r.Prev)})
+		if r.PrevEnd <= r.Prev || r.PrevEnd > r.At || data[r.PrevEnd-1] != ',' {
+			t.Fatalf("Repeat %+v: the earlier entry does not end with its comma before the Repeat in %q", r, data)
 		}
 	}
 	// The reference lists repeats in the order of the repeated keys; so
-	// does jsonRepeats.
+	// does JSONRepeats.
 	if want := refJSONRepeats(t, data); !slices.Equal(got, want) {
 		t.Fatalf("repeats of %q:\n got %+v\nwant %+v", data, got, want)
 	}
-	blanked := dropRepeats(data, reps)
+	blanked := DropRepeats(data, reps)
 	if !json.Valid(blanked) {
 		t.Fatalf("blanked text is not valid JSON: %q -> %q", data, blanked)
 	}
-	if again, _ := jsonRepeats(blanked); len(again) > 0 {
+	if again, _ := JSONRepeats(blanked); len(again) > 0 {
 		t.Fatalf("blanked text still has repeats %+v: %q", again, blanked)
 	}
 	if a, b := decodeAny(t, data), decodeAny(t, blanked); !reflect.DeepEqual(a, b) {
@@ -195,21 +195,21 @@ func TestJSONRepeats(t *testing.T) {
 	deep := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
 	checkJSONRepeats(t, []byte(deep))
 	checkJSONRepeats(t, []byte("["+deep+"]")) // one too deep: invalid
-	if _, ok := jsonRepeats([]byte(strings.Repeat(`{"a":`, 1e6))); ok {
+	if _, ok := JSONRepeats([]byte(strings.Repeat(`{"a":`, 1e6))); ok {
 		t.Fatal("unterminated deep document is valid")
 	}
 
-	// Each repeat is against the occurrence before it, and blanks that one.
+	// Each Repeat is against the occurrence before it, and blanks that one.
 	data := []byte(`{"a":1, "b":2, "a":3, "\u0061":4}`)
 	reps := checkJSONRepeats(t, data)
-	want := []repeat{
-		{key: "a", at: 15, prev: 1, prevEnd: 7},
-		{key: "a", at: 22, prev: 15, prevEnd: 21},
+	want := []Repeat{
+		{Key: "a", At: 15, Prev: 1, PrevEnd: 7},
+		{Key: "a", At: 22, Prev: 15, PrevEnd: 21},
 	}
 	if !slices.Equal(reps, want) {
 		t.Fatalf("got %+v, want %+v", reps, want)
 	}
-	if got := string(dropRepeats(data, reps)); got != `{       "b":2,        "\u0061":4}` {
+	if got := string(DropRepeats(data, reps)); got != `{       "b":2,        "\u0061":4}` {
 		t.Fatalf("blanked: %q", got)
 	}
 }
@@ -219,7 +219,7 @@ func TestJSONRepeats(t *testing.T) {
 // reference tokenizer finds, and the blanked text keeps every line and
 // column and decodes to what the original decodes to.
 //
-//	go test ./generator -run '^$' -fuzz FuzzJSONRepeats -fuzztime 60s
+//	go test ./generator/internal/location -run '^$' -fuzz FuzzJSONRepeats -fuzztime 60s
 func FuzzJSONRepeats(f *testing.F) {
 	for _, s := range jsonRepeatSeeds {
 		f.Add([]byte(s))
@@ -239,8 +239,8 @@ func FuzzJSONRepeats(f *testing.F) {
 	})
 }
 
-// TestRealSpecsRepeats runs the repeat checks over the corpus: no JSON
-// spec reports a repeat the reference tokenizer does not find (none has
+// TestRealSpecsRepeats runs the Repeat checks over the corpus: no JSON
+// spec reports a Repeat the reference tokenizer does not find (none has
 // any), and no YAML spec (the loader accepts them all) has one either.
 func TestRealSpecsRepeats(t *testing.T) {
 	dir := testutil.SpecsDir(t)
@@ -258,13 +258,13 @@ func TestRealSpecsRepeats(t *testing.T) {
 		switch filepath.Ext(name) {
 		case ".json":
 			n++
-			reps, ok := jsonRepeats(data)
+			reps, ok := JSONRepeats(data)
 			if !ok {
 				t.Errorf("%s: not valid JSON to the scanner", name)
 				continue
 			}
 			if len(reps) > 0 {
-				t.Errorf("%s: %d repeats, first %+v at %v", name, len(reps), reps[0], newSource(name, data).pos(reps[0].at))
+				t.Errorf("%s: %d repeats, first %+v at %v", name, len(reps), reps[0], NewSource(name, data).Pos(reps[0].At))
 			}
 			if ref := refJSONRepeats(t, data); len(ref) > 0 {
 				t.Errorf("%s: the reference finds %d repeats, first %+v", name, len(ref), ref[0])
@@ -274,35 +274,12 @@ func TestRealSpecsRepeats(t *testing.T) {
 			if err := yaml.Unmarshal(data, &root); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if reps, ok := yamlRepeats(newSource(name, data), &root); !ok || len(reps) > 0 {
+			if reps, ok := YAMLRepeats(NewSource(name, data), &root); !ok || len(reps) > 0 {
 				t.Errorf("%s: ok=%v, %d repeats %s", name, ok, len(reps), fmt.Sprint(reps))
 			}
 		}
 	}
 	if n == 0 {
 		t.Fatal("no JSON spec in the corpus")
-	}
-}
-
-// BenchmarkJSONRepeats measures the repeat scan Generate and Lint run on
-// every JSON file of a spec, on the corpus's largest JSON specs (a YAML
-// file costs one look at its first byte).
-//
-//	go test ./generator -run '^$' -bench JSONRepeats -benchmem -count 5
-func BenchmarkJSONRepeats(b *testing.B) {
-	for _, name := range []string{"square-connect-2025-08-20.json", "square-connect-2025-04-16.json", "twilio-api-v2010-1.0.0.json"} {
-		data, err := os.ReadFile(filepath.Join(testutil.SpecsDir(b), name))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			defer reportCPU(b)()
-			for b.Loop() {
-				if reps, ok := jsonRepeats(data); !ok || len(reps) > 0 {
-					b.Fatalf("ok=%v, %d repeats", ok, len(reps))
-				}
-			}
-		})
 	}
 }

@@ -1,0 +1,245 @@
+-- name: Lookup :one
+-- Lookup reads the record of a key with its liveness, measured on the
+-- database's clock: a plain primary-key read, so that a replay or a
+-- conflict costs the server what a SELECT does. It decides nothing on its
+-- own: a key it finds absent, expired, released, or in progress with an
+-- ended lease is claimed by Acquire, which re-checks under the row's lock.
+SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+       (k.expires_at > statement_timestamp())::boolean AS unexpired,
+       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
+FROM idempotency_keys k
+WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
+
+-- name: Acquire :one
+-- Acquire claims a key that Lookup found absent, expired, released, or in
+-- progress with an ended lease, in one statement: ON CONFLICT ... DO
+-- UPDATE ... WHERE re-checks those conditions on the row under its lock (a
+-- concurrent claimer is waited for and the condition evaluated on the row
+-- it committed). No row back means another attempt holds the key: look it
+-- up again. A takeover moves the epoch on by one. A fresh row's epoch is
+-- the clock in microseconds, so that a row re-created after Sweep deleted
+-- the key's previous one follows every epoch that one handed out (its
+-- creation time plus one per claim after). It may be swept lease + ttl
+-- from now (see Complete).
+INSERT INTO idempotency_keys AS t (
+    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+VALUES (
+    sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
+    sqlc.arg(fingerprint_version), 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+    statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
+    0, '\x'::bytea, '\x'::bytea, false)
+ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+    fingerprint = excluded.fingerprint,
+    fingerprint_version = excluded.fingerprint_version,
+    state = 1,
+    epoch = t.epoch + 1,
+    lease_until = excluded.lease_until,
+    expires_at = excluded.expires_at,
+    sweep_at = excluded.sweep_at,
+    status = 0,
+    headers = '\x'::bytea,
+    body = '\x'::bytea,
+    tombstone = false
+WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+RETURNING t.epoch;
+
+-- name: ClaimTx :one
+-- ClaimTx claims a key inside the transaction of a transactional operation
+-- (BeginClaim), after Lookup found it absent or not live: the record it
+-- inserts or takes over stays uncommitted, invisible to other sessions,
+-- until the handler's writes and the completion commit with it. The
+-- transaction-scoped advisory lock on a 64-bit hash of the key, tried
+-- without waiting, tells a concurrent transactional attempt that the key
+-- is held (locked false: nothing was written) rather than making it wait
+-- on the uncommitted row. The upsert is Acquire's: no epoch back means
+-- another attempt's record is live. The transaction also gets
+-- idle_in_transaction_session_timeout = the lease: a client that vanished
+-- without closing its connection (a network partition) cannot hold the
+-- key past its lease, since the server then ends the session.
+WITH probe AS (
+    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked,
+           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
+), ins AS (
+    INSERT INTO idempotency_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
+           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    FROM probe
+    WHERE probe.locked
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT probe.locked, probe.idle_timeout, ins.epoch
+FROM probe LEFT JOIN ins ON true;
+
+-- name: Complete :execrows
+-- Complete saves the result of the attempt holding epoch; 0 rows means the
+-- record moved on (fenced). It may run in the handler's transaction, where
+-- the transaction timestamp is its start: every time here is
+-- statement_timestamp(), so the TTL counts from the completion. The claim
+-- set sweep_at lease + ttl ahead, so a completion within the lease leaves it
+-- as it is (only one after the lease moves it): no indexed column changes,
+-- and the update is heap-only (HOT) when the row's page has room for the
+-- new version.
+UPDATE idempotency_keys
+SET state = 2,
+    status = sqlc.arg(status),
+    headers = sqlc.arg(headers),
+    body = sqlc.arg(body),
+    tombstone = sqlc.arg(tombstone),
+    lease_until = statement_timestamp(),
+    expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+    sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: CompleteTx :one
+-- CompleteTx is Complete inside the transaction that holds the claim
+-- (BeginClaim), sent in one round trip with the COMMIT. The claim's row is
+-- this transaction's own, so it matches; were it not to, the division by
+-- zero fails the statement, the transaction aborts, and the COMMIT behind
+-- it rolls back instead: the handler's writes never commit without their
+-- record.
+WITH done AS (
+    UPDATE idempotency_keys
+    SET state = 2,
+        status = sqlc.arg(status),
+        headers = sqlc.arg(headers),
+        body = sqlc.arg(body),
+        tombstone = sqlc.arg(tombstone),
+        lease_until = statement_timestamp(),
+        expires_at = statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+        sweep_at = GREATEST(sweep_at, statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond')
+    WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+      AND epoch = sqlc.arg(epoch) AND state = 1
+    RETURNING 1
+)
+SELECT (1 / (SELECT count(*) FROM done))::integer AS completed;
+
+-- name: Release :execrows
+-- Release gives up the in-progress record held at epoch (state 3: claims
+-- treat it as absent and continue its epoch); 0 rows means the record
+-- moved on (fenced).
+UPDATE idempotency_keys
+SET state = 3, lease_until = statement_timestamp(), headers = '\x'::bytea, body = '\x'::bytea
+WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key)
+  AND epoch = sqlc.arg(epoch) AND state = 1;
+
+-- name: Sweep :execrows
+-- Sweep deletes up to batch records whose sweep time has come, oldest
+-- first. sweep_at is never before expires_at, so every one has expired; a
+-- record is deleted at most one lease after it expired. SKIP LOCKED passes
+-- over rows another sweeper (or a claim) holds, so that sweepers running
+-- at once delete different batches instead of queueing behind one.
+DELETE FROM idempotency_keys
+WHERE ctid IN (
+    SELECT k.ctid FROM idempotency_keys k
+    WHERE k.sweep_at <= statement_timestamp() AND k.expires_at <= statement_timestamp()
+    ORDER BY k.sweep_at
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED)
+  AND sweep_at <= statement_timestamp() AND expires_at <= statement_timestamp();
+
+-- name: SweepProcessed :execrows
+-- SweepProcessed deletes up to batch processed message ids older than
+-- retention_ms, oldest first, skipping rows another sweeper holds (see
+-- Sweep). A consumer's redelivery of a deleted id runs again.
+DELETE FROM idempotency_keys_processed
+WHERE ctid IN (
+    SELECT p.ctid FROM idempotency_keys_processed p
+    WHERE p.processed_at <= statement_timestamp() - sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    ORDER BY p.processed_at
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED);
+
+-- name: MarkProcessed :execrows
+-- MarkProcessed records that consumer processed message_id; 0 rows means
+-- it already had (a redelivery).
+INSERT INTO idempotency_keys_processed (consumer, message_id, processed_at)
+VALUES (sqlc.arg(consumer), sqlc.arg(message_id), statement_timestamp())
+ON CONFLICT (consumer, message_id) DO NOTHING;
+
+-- name: ServerState :one
+-- ServerState tells whether the session can write to a primary.
+SELECT pg_is_in_recovery() AS in_recovery,
+       current_setting('transaction_read_only') = 'on' AS read_only;
+
+-- name: AddEvent :exec
+-- AddEvent writes one outbox event in the caller's transaction.
+INSERT INTO idempotency_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
+VALUES (sqlc.arg(event_id), sqlc.arg(topic), sqlc.arg(event_key), sqlc.arg(payload), sqlc.arg(headers), statement_timestamp());
+
+-- name: LockOutboxClaims :exec
+-- LockOutboxClaims serializes the claims of all relays on the table until
+-- the end of the transaction, so that each claim sees the leases of the
+-- previous one (see ClaimEvents).
+SELECT pg_advisory_xact_lock(hashtext('idemgen:idempotency_keys_outbox'));
+
+-- name: ClaimEvents :many
+-- ClaimEvents leases up to batch unsent events whose lease is free, in seq
+-- order, passing over an event while an earlier unsent event of its key is
+-- leased (so a key's events are published in order; events with an empty
+-- key have no order) and over rows another
+-- session holds (SKIP LOCKED: a MarkSent or sweep of another relay).
+UPDATE idempotency_keys_outbox o
+SET lease_until = statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
+WHERE o.seq IN (
+    SELECT c.seq FROM idempotency_keys_outbox c
+    WHERE c.sent_at IS NULL
+      AND (c.lease_until IS NULL OR c.lease_until <= statement_timestamp())
+      AND (c.event_key = '' OR NOT EXISTS (
+          SELECT 1 FROM idempotency_keys_outbox e
+          WHERE e.event_key = c.event_key AND e.seq < c.seq AND e.sent_at IS NULL
+            AND e.lease_until > statement_timestamp()))
+    ORDER BY c.seq
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED)
+RETURNING o.seq, o.event_id, o.topic, o.event_key, o.payload, o.headers, o.created_at;
+
+-- name: MarkSent :execrows
+-- MarkSent records that the events were published; events already sent
+-- keep their first sent_at.
+UPDATE idempotency_keys_outbox
+SET sent_at = statement_timestamp(), lease_until = NULL
+WHERE event_id = ANY(sqlc.arg(event_ids)::text[]) AND sent_at IS NULL;
+
+-- name: ReleaseEvents :execrows
+-- ReleaseEvents ends the lease of claimed events that were not published.
+UPDATE idempotency_keys_outbox
+SET lease_until = NULL
+WHERE event_id = ANY(sqlc.arg(event_ids)::text[]) AND sent_at IS NULL;
+
+-- name: SweepSent :execrows
+-- SweepSent deletes up to batch events sent more than retention_ms ago,
+-- oldest first, skipping rows another sweeper holds.
+DELETE FROM idempotency_keys_outbox
+WHERE seq IN (
+    SELECT s.seq FROM idempotency_keys_outbox s
+    WHERE s.sent_at <= statement_timestamp() - sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    ORDER BY s.sent_at
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED);
+
+-- Code generated by idemgen (devel). DO NOT EDIT.
