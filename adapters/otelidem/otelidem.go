@@ -72,6 +72,7 @@ type Metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram
 	relay    relayInstruments
+	consumer metric.Int64Counter
 	rawKeys  bool
 }
 
@@ -108,7 +109,11 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{events: events, duration: duration, relay: relay}
+	consumer, err := newConsumerInstrument(meter)
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{events: events, duration: duration, relay: relay, consumer: consumer}
 	for _, o := range opts {
 		o(m)
 	}
