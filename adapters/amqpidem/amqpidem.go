@@ -370,7 +370,10 @@ func (p *Processor) copyOf(d amqp.Delivery, ev delivery.Event, set func(amqp.Tab
 
 // deliveryNumber is d's delivery number: the Idemgen-Delivery header of a
 // retry copy (1 for an original), plus the redeliveries a quorum queue
-// counts in x-delivery-count (crashes and requeues).
+// counts in x-delivery-count (crashes and requeues), so that the first
+// handler error after them is judged against MaxDeliveries. (A message
+// that crashes the process every time never gets that far: the quorum
+// queue's x-delivery-limit bounds it.)
 func deliveryNumber(d amqp.Delivery) int {
 	n := 1
 	if v, ok := intHeader(d.Headers[HeaderDelivery]); ok && v > 1 {
