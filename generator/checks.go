@@ -158,7 +158,7 @@ func (b *builder) checkRuntime(r *opRef, o *Operation, m *merged, at locator) {
 			return
 		}
 	}
-	for _, fe := range idemrt.ValidatePolicy(o.Policy(), idemrt.GenerationEnv()) {
+	for _, fe := range idemrt.ValidatePolicy(&o.Policy, idemrt.GenerationEnv()) {
 		if fe.Section == "route" {
 			continue
 		}

@@ -215,7 +215,7 @@ func emitPolicyVar(f *jen.File, o *Operation) {
 	set := func(name string, v jen.Code) {
 		fields = append(fields, jen.Id(name).Op(":").Add(v))
 	}
-	set("OperationID", jen.Lit(o.ID))
+	set("OperationID", jen.Lit(o.ID()))
 	set("Method", methodConst(o.Method))
 	if o.Routed() {
 		set("Route", jen.Lit(o.Path))
@@ -254,11 +254,11 @@ func emitPolicyVar(f *jen.File, o *Operation) {
 	} else {
 		set("Principal", rt("PrincipalAnonymous"))
 	}
-	if len(o.FingerprintIn) > 0 {
-		set("FingerprintInclude", strList(o.FingerprintIn))
+	if len(o.FingerprintInclude) > 0 {
+		set("FingerprintInclude", strList(o.FingerprintInclude))
 	}
-	if len(o.FingerprintEx) > 0 {
-		set("FingerprintExclude", strList(o.FingerprintEx))
+	if len(o.FingerprintExclude) > 0 {
+		set("FingerprintExclude", strList(o.FingerprintExclude))
 	}
 	if o.TTL != DefaultTTL {
 		set("TTL", durationCode(o.TTL))
@@ -275,11 +275,11 @@ func emitPolicyVar(f *jen.File, o *Operation) {
 	if o.Save.Classes != DefaultSaveClasses || len(o.Save.Codes) > 0 {
 		set("Save", saveCode(o.Save))
 	}
-	if o.MaxResponse != DefaultMaxResponseBytes {
-		set("MaxResponseBytes", sizeCode(o.MaxResponse))
+	if o.MaxResponseBytes != DefaultMaxResponseBytes {
+		set("MaxResponseBytes", sizeCode(o.MaxResponseBytes))
 	}
-	if o.MaxRequest != DefaultMaxRequestBytes {
-		set("MaxRequestBytes", sizeCode(o.MaxRequest))
+	if o.MaxRequestBytes != DefaultMaxRequestBytes {
+		set("MaxRequestBytes", sizeCode(o.MaxRequestBytes))
 	}
 	if o.Transactional {
 		set("Transactional", jen.True())

@@ -322,7 +322,7 @@ components:
 	}
 	got := map[string]Principal{}
 	for _, o := range res.Model.Operations {
-		got[o.ID] = o.Principal
+		got[o.ID()] = o.Principal
 	}
 	for id, w := range want {
 		if p, ok := got[id]; !ok {
@@ -374,7 +374,7 @@ components:
 		t.Errorf("warning = %q", w)
 	}
 	for _, o := range res.Model.Operations {
-		if o.ID == "shared" && o.Principal != PrincipalAnonymous {
+		if o.ID() == "shared" && o.Principal != PrincipalAnonymous {
 			t.Errorf("shared: principal %v, want the anonymous it asks for", o.Principal)
 		}
 	}
@@ -452,10 +452,10 @@ components:
 		"open":      nil,
 	}
 	for _, o := range res.Model.Operations {
-		if w, ok := want[o.ID]; !ok {
-			t.Errorf("unexpected operation %s", o.ID)
+		if w, ok := want[o.ID()]; !ok {
+			t.Errorf("unexpected operation %s", o.ID())
 		} else if !slices.Equal(o.Challenges, w) {
-			t.Errorf("%s: challenges %q, want %q", o.ID, o.Challenges, w)
+			t.Errorf("%s: challenges %q, want %q", o.ID(), o.Challenges, w)
 		}
 	}
 	if src := string(res.Files["idemgen_policies.go"]); !strings.Contains(src, "Challenges:") {
@@ -545,7 +545,7 @@ func TestEmitValues(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, src)
 		}
 	}
-	if o := res.Model.Operations[1]; o.TTL != 36*time.Hour || o.MaxResponse != 2<<20 {
+	if o := res.Model.Operations[1]; o.TTL != 36*time.Hour || o.MaxResponseBytes != 2<<20 {
 		t.Errorf("model %+v", o)
 	}
 }

@@ -32,7 +32,7 @@ func TestAnnotateMutatingSkipsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Model.Operations) != 1 || res.Model.Operations[0].ID != "createOrder" {
+	if len(res.Model.Operations) != 1 || res.Model.Operations[0].ID() != "createOrder" {
 		t.Fatalf("annotated %v, want createOrder alone", res.Model.Operations)
 	}
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0].Msg, "POST /chat (chat) left unannotated: its 200 response streams (text/event-stream)") {

@@ -400,28 +400,34 @@ func (b *builder) operation(r *opRef) *Operation {
 	}
 
 	o := &Operation{
+		Policy: idemrt.Policy{
+			Method:           r.method,
+			Route:            "/",
+			Key:              KeyHeader,
+			KeyName:          DefaultKeyHeader,
+			TTL:              DefaultTTL,
+			Lease:            DefaultLease,
+			Save:             SaveRule{Classes: DefaultSaveClasses},
+			MaxResponseBytes: DefaultMaxResponseBytes,
+			MaxRequestBytes:  DefaultMaxRequestBytes,
+		},
 		OperationID: r.op.OperationID,
 		Kind:        r.kind,
-		Method:      r.method,
 		Path:        r.path,
 		Summary:     r.op.Summary,
 		Pos:         base,
-		Key:         KeyHeader,
-		KeyName:     DefaultKeyHeader,
-		TTL:         DefaultTTL,
-		Lease:       DefaultLease,
-		Save:        SaveRule{Classes: DefaultSaveClasses},
-		MaxResponse: DefaultMaxResponseBytes,
-		MaxRequest:  DefaultMaxRequestBytes,
+	}
+	if r.kind == InPaths {
+		o.Route = r.path
 	}
 	o.GoName = b.goName(r)
 	if o.GoName == "" {
 		b.d.add(base, "operation %s %s: cannot make a Go name of it (set an operationId with letters)", r.method, r.path)
 		return nil
 	}
-	o.ID = o.OperationID
-	if o.ID == "" {
-		o.ID = o.GoName
+	o.Policy.OperationID = o.OperationID
+	if o.Policy.OperationID == "" {
+		o.Policy.OperationID = o.GoName
 	}
 	if r.kind == InCallbacks {
 		o.Callback = r.callback
@@ -462,7 +468,7 @@ func (b *builder) operation(r *opRef) *Operation {
 		}
 		if f := layer.fingerprint; f != nil {
 			m.fingerprint = f
-			o.FingerprintIn, o.FingerprintEx = f.include, f.exclude
+			o.FingerprintInclude, o.FingerprintExclude = f.include, f.exclude
 		}
 		if layer.ttl != nil {
 			o.TTL = layer.ttl.d
@@ -480,17 +486,17 @@ func (b *builder) operation(r *opRef) *Operation {
 			o.Save = *layer.save
 		}
 		if layer.maxResponse != nil {
-			o.MaxResponse = *layer.maxResponse
+			o.MaxResponseBytes = *layer.maxResponse
 		}
 		if layer.maxRequest != nil {
-			o.MaxRequest = *layer.maxRequest
+			o.MaxRequestBytes = *layer.maxRequest
 		}
 		if layer.transactional != nil {
 			o.Transactional = *layer.transactional
 		}
 	}
 	b.checkPolicy(r, o, m)
-	if o.Scope == o.ID {
+	if o.Scope == o.ID() {
 		o.Scope = ""
 	}
 	if o.Principal == 0 {

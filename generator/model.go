@@ -1,8 +1,6 @@
 package generator
 
 import (
-	"time"
-
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -48,126 +46,81 @@ const (
 	InCallbacks
 )
 
-// KeySource mirrors idemrt.KeySource.
-type KeySource int
+// The policy types are the runtime's own (one model: what the generator
+// builds is what the middleware runs); these names keep the generator's
+// API.
+
+// KeySource is idemrt.KeySource.
+type KeySource = idemrt.KeySource
 
 const (
-	KeyHeader KeySource = iota + 1
-	KeyQuery
-	KeyFields
-	KeyBody
+	KeyHeader = idemrt.KeyFromHeader
+	KeyQuery  = idemrt.KeyFromQuery
+	KeyFields = idemrt.KeyFromFields
+	KeyBody   = idemrt.KeyFromBody
 )
 
-// Principal mirrors idemrt.PrincipalMode.
-type Principal int
+// Principal is idemrt.PrincipalMode.
+type Principal = idemrt.PrincipalMode
 
 const (
-	PrincipalAnonymous Principal = iota + 1
-	PrincipalAuth
+	PrincipalAnonymous = idemrt.PrincipalAnonymous
+	PrincipalAuth      = idemrt.PrincipalAuth
 )
 
-// Status classes of a save rule, as a bit set (mirrors idemrt.StatusClass).
+// Status classes of a save rule, as a bit set (idemrt.StatusClass).
 const (
-	Class1xx = 1 << iota
-	Class2xx
-	Class3xx
-	Class4xx
-	Class5xx
+	Class1xx = idemrt.Class1xx
+	Class2xx = idemrt.Class2xx
+	Class3xx = idemrt.Class3xx
+	Class4xx = idemrt.Class4xx
+	Class5xx = idemrt.Class5xx
 )
 
-// SaveRule mirrors idemrt.SaveRule.
-type SaveRule struct {
-	Classes int
-	Codes   []int
-}
+// SaveRule is idemrt.SaveRule.
+type SaveRule = idemrt.SaveRule
 
-// Contract defaults (CONTRACT §1).
+// Contract defaults (CONTRACT §1), the runtime's.
 const (
 	DefaultKeyHeader        = "Idempotency-Key"
-	DefaultTTL              = 24 * time.Hour
-	DefaultLease            = 60 * time.Second
-	DefaultMaxResponseBytes = 1 << 20
-	DefaultMaxRequestBytes  = 4 << 20
+	DefaultTTL              = idemrt.DefaultTTL
+	DefaultLease            = idemrt.DefaultLease
+	DefaultMaxResponseBytes = idemrt.DefaultMaxResponseBytes
+	DefaultMaxRequestBytes  = idemrt.DefaultMaxRequestBytes
 	DefaultSaveClasses      = Class2xx | Class4xx
 	DefaultTable            = "idempotency_keys"
 )
 
-// Operation is one annotated operation and its resolved policy: every
-// default applied, every value validated.
+// Operation is one annotated operation: its resolved policy, the
+// idemrt.Policy the emitter writes and the middleware runs (every default
+// applied, every value validated, Route "/" for an operation without a
+// route of its own), and the generator's own facts about it.
 type Operation struct {
+	// Policy is the runtime policy. Its OperationID names the operation
+	// in the policy: the spec's operationId, or the derived GoName when
+	// the spec has none (Operation.OperationID is the spec's alone).
+	idemrt.Policy
 	// GoName is the exported Go identifier made from the operationId (or
 	// from the method and path when there is none), e.g. CreateCharge.
 	GoName string
 	// OperationID is the spec's operationId; empty when the spec has none.
 	OperationID string
-	// ID names the operation in the policy: OperationID, or the derived
-	// GoName when the spec has none.
-	ID   string
-	Kind OpKind
-	// Method is upper case (POST).
-	Method string
+	Kind        OpKind
 	// Path is the path template for InPaths, the webhook's name for
 	// InWebhooks, the callback's URL expression for InCallbacks.
 	Path string
 	// Callback names the callback and its parent operation (InCallbacks).
-	Callback      string
-	ParentOp      string
-	ParentMethod  string
-	ParentPath    string
-	BasePaths     []string
-	Summary       string
-	Scope         string // empty: the ID
-	Key           KeySource
-	KeyName       string
-	KeyFields     []string
-	Optional      bool
-	Principal     Principal
-	Challenges    []string // WWW-Authenticate challenges of the 401 (PrincipalAuth)
-	FingerprintIn []string
-	FingerprintEx []string
-	TTL           time.Duration
-	Lease         time.Duration
-	Wait          time.Duration
-	ReplayHeaders []string
-	Save          SaveRule
-	MaxResponse   int64
-	MaxRequest    int64
-	Transactional bool
-	Pos           Pos
+	Callback     string
+	ParentOp     string
+	ParentMethod string
+	ParentPath   string
+	Summary      string
+	Pos          Pos
 }
+
+// ID names the operation in the policy (Policy.OperationID).
+func (o *Operation) ID() string { return o.Policy.OperationID }
 
 // Routed reports whether the operation is served at a route of its own,
 // so that Middleware can match it.
 func (o *Operation) Routed() bool { return o.Kind == InPaths }
-
-// Policy is the idemrt.Policy the emitter writes for o: what the runtime
-// validates and runs.
-func (o *Operation) Policy() *idemrt.Policy {
-	p := &idemrt.Policy{
-		OperationID:        o.ID,
-		Method:             o.Method,
-		Route:              "/",
-		BasePaths:          o.BasePaths,
-		Scope:              o.Scope,
-		Key:                idemrt.KeySource(o.Key),
-		KeyName:            o.KeyName,
-		KeyFields:          o.KeyFields,
-		Optional:           o.Optional,
-		Principal:          idemrt.PrincipalMode(o.Principal),
-		Challenges:         o.Challenges,
-		FingerprintInclude: o.FingerprintIn,
-		FingerprintExclude: o.FingerprintEx,
-		TTL:                o.TTL,
-		Lease:              o.Lease,
-		Wait:               o.Wait,
-		ReplayHeaders:      o.ReplayHeaders,
-		Save:               idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
-		MaxResponseBytes:   o.MaxResponse,
-		MaxRequestBytes:    o.MaxRequest,
-		Transactional:      o.Transactional,
-	}
-	if o.Routed() {
-		p.Route = o.Path
-	}
-	return p
-}

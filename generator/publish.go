@@ -374,7 +374,7 @@ func problems(o *Operation) []problem {
 	}
 	return append(out,
 		problem{409, true, []string{idemrt.ProblemInProgress, idemrt.ProblemResultUnavailable}, "a request with the same idempotency key is still in progress (retry after Retry-After with the same key), or its result was too large to save"},
-		problem{413, false, []string{idemrt.ProblemRequestTooLarge}, fmt.Sprintf("the request body is larger than %s", sizeText(o.MaxRequest))},
+		problem{413, false, []string{idemrt.ProblemRequestTooLarge}, fmt.Sprintf("the request body is larger than %s", sizeText(o.MaxRequestBytes))},
 		problem{422, false, []string{idemrt.ProblemFingerprintMismatch}, "the idempotency key was used before with a different request"},
 		problem{503, true, []string{idemrt.ProblemStoreUnavailable}, "the idempotency key store cannot be reached; the operation did not run (retry after Retry-After with the same key)"},
 	)
@@ -554,7 +554,7 @@ func (p *publisher) summary(o *Operation, have *yaml.Node) *yaml.Node {
 	}
 	scope := o.Scope
 	if scope == "" {
-		scope = o.ID
+		scope = o.ID()
 	}
 	principal := "anonymous"
 	if o.Principal == PrincipalAuth {

@@ -9,8 +9,11 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// policyOf is the policy the emitter writes for o.
-func policyOf(o *Operation) *idemrt.Policy { return o.Policy() }
+// policyOf is the policy the emitter writes for o (a copy).
+func policyOf(o *Operation) *idemrt.Policy {
+	p := o.Policy
+	return &p
+}
 
 // startMiddleware checks that the runtime accepts every routed policy of m
 // at start-up (routes parse, no two operations claim the same requests,

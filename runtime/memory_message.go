@@ -23,6 +23,7 @@ type memMessages struct {
 	// uncommitted row.
 	held   map[msgKey]*memHold
 	events []*memEvent // in the order they were committed
+	head   int         // events before head are sent
 	byID   map[string]*memEvent
 }
 
@@ -166,17 +167,15 @@ func (s *MemoryStore) AddEvents(ctx context.Context, tx Tx, events ...OutboxEven
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, ev := range evs {
-		dup := s.msg.byID[ev.ID] != nil
-		for _, p := range t.events {
-			dup = dup || p.ID == ev.ID
-		}
-		for _, p := range evs[:i] {
-			dup = dup || p.ID == ev.ID
-		}
-		if dup {
+	used := make(map[string]bool, len(t.events)+len(evs))
+	for _, p := range t.events {
+		used[p.ID] = true
+	}
+	for _, ev := range evs {
+		if used[ev.ID] || s.msg.byID[ev.ID] != nil {
 			return fmt.Errorf("idempotency: memory store: outbox event id %q is already used", ev.ID)
 		}
+		used[ev.ID] = true
 	}
 	t.events = append(t.events, evs...)
 	return nil
@@ -203,9 +202,12 @@ func (s *MemoryStore) ClaimEvents(ctx context.Context, limit int, lease time.Dur
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	for s.msg.head < len(s.msg.events) && s.msg.events[s.msg.head].sent {
+		s.msg.head++
+	}
 	blocked := make(map[string]bool) // keys with an earlier unsent event leased
 	var out []OutboxEvent
-	for _, e := range s.msg.events {
+	for _, e := range s.msg.events[s.msg.head:] {
 		if len(out) >= limit {
 			break
 		}
@@ -279,6 +281,7 @@ func (s *MemoryStore) SweepSent(ctx context.Context, retention time.Duration, li
 	}
 	clear(s.msg.events[len(kept):])
 	s.msg.events = kept
+	s.msg.head = 0
 	return n, nil
 }
 

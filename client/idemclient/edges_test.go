@@ -113,3 +113,29 @@ func TestAttemptsCountTransportRetries(t *testing.T) {
 		t.Fatalf("second request: status %d, Attempts %d; want 201 and 2 (net/http's own retry reached the server)", resp.StatusCode, second.Attempts)
 	}
 }
+
+// A Retry-After date centuries ahead is clamped like a huge delay:
+// time.Until saturates at the largest time.Duration, and adding the time
+// spent to that wrapped around to a negative total, so the budget check
+// passed and the transport slept (until the context ended).
+func TestFarRetryAfterDateIsClamped(t *testing.T) {
+	const far = "Fri, 31 Dec 9999 23:59:59 GMT"
+	if d := retryAfter(far); d < 365*24*time.Hour || d > maxRetryAfter {
+		t.Errorf("Retry-After %s gives %v; want at least a year and at most %v", far, d, maxRetryAfter)
+	}
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n++
+		return &http.Response{StatusCode: 503, Header: http.Header{"Retry-After": {far}}, Body: http.NoBody, Request: r}, nil
+	})
+	tr, _ := New(Options{Base: base}, testPolicies...)
+	var res Result
+	ctx, cancel := context.WithTimeout(WithResult(context.Background(), &res), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://x/v1/charges", nil)
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 503 || n != 1 || res.Attempts != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("resp %v, err %v, %d sent, result %+v in %v; want the 503 after one attempt, at once", resp, err, n, res, time.Since(start))
+	}
+}

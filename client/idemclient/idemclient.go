@@ -307,9 +307,11 @@ func (t *Transport) backoff(n int, resp *http.Response) time.Duration {
 // budget, and far from overflowing when added to the time spent.
 const maxRetryAfter = 100 * 365 * 24 * time.Hour
 
-// retryAfter parses Retry-After: delay-seconds or an HTTP date. A delay
-// too large for a time.Duration is maxRetryAfter, not a wrapped-around
-// negative wait.
+// retryAfter parses Retry-After: delay-seconds or an HTTP date. A wait
+// longer than maxRetryAfter (a delay too large for a time.Duration, or a
+// date centuries ahead, for which time.Until saturates) is maxRetryAfter,
+// so that adding the time spent to it cannot wrap around to a negative
+// total that passes the budget check.
 func retryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
@@ -321,7 +323,7 @@ func retryAfter(v string) time.Duration {
 		return time.Duration(s) * time.Second
 	}
 	if at, err := http.ParseTime(v); err == nil {
-		return max(time.Until(at), 0)
+		return min(max(time.Until(at), 0), maxRetryAfter)
 	}
 	return 0
 }

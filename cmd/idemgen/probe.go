@@ -202,16 +202,9 @@ func probeReason(err error) string {
 // policyOf is the runtime policy of a generated operation: what the
 // generated Policies() holds for it.
 func policyOf(o *generator.Operation) *idemrt.Policy {
-	p := &idemrt.Policy{
-		OperationID: o.ID, Method: o.Method, Route: o.Path, BasePaths: o.BasePaths, Scope: o.Scope,
-		Key: idemrt.KeySource(o.Key), KeyName: o.KeyName, KeyFields: o.KeyFields, Optional: o.Optional,
-		Principal: idemrt.PrincipalMode(o.Principal), Challenges: o.Challenges,
-		FingerprintInclude: o.FingerprintIn, FingerprintExclude: o.FingerprintEx,
-		TTL: o.TTL, Lease: o.Lease, Wait: o.Wait, ReplayHeaders: o.ReplayHeaders,
-		Save:             idemrt.SaveRule{Classes: idemrt.StatusClass(o.Save.Classes), Codes: o.Save.Codes},
-		MaxResponseBytes: o.MaxResponse, MaxRequestBytes: o.MaxRequest, Transactional: o.Transactional,
-	}
-	return p
+	p := o.Policy
+	p.Route = o.Path
+	return &p
 }
 
 // remote is an http.Handler that forwards each request to the deployment

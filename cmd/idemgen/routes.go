@@ -118,7 +118,7 @@ type route struct {
 func routeRows(m *generator.Model) []route {
 	var rows []route
 	for _, o := range m.Operations {
-		r := route{id: o.ID, method: o.Method, key: keySource(o), principal: "anonymous",
+		r := route{id: o.ID(), method: o.Method, key: keySource(o), principal: "anonymous",
 			ttl: shortDuration(o.TTL), lease: shortDuration(o.Lease), tx: "no"}
 		if o.Principal == generator.PrincipalAuth {
 			r.principal = "auth"

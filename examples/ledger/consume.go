@@ -56,6 +56,9 @@ func runConsume(ctx context.Context, args []string, getenv func(string) string, 
 	if err == nil && c.dsn == "" {
 		err = errors.New("-dsn (the ledger's PostgreSQL database) is required")
 	}
+	if err == nil && (c.maxConns < 1 || c.maxConns > 1000 || c.ackWait <= 0) {
+		err = errors.New("-max-conns must be 1 to 1000 and -ack-wait positive")
+	}
 	if err == nil {
 		c.crash, err = parseCrash(*crash, crashAfterCommit)
 	}
@@ -78,7 +81,7 @@ func consume(ctx context.Context, c consumeConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("-dsn: %w", err)
 	}
-	pc.MaxConns = int32(max(1, min(c.maxConns, 1000)))
+	pc.MaxConns = int32(c.maxConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return err

@@ -51,6 +51,49 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("New on a cluster with one primary on allkeys-lru: %v; want a refusal naming %s", err, node.Addr())
 		}
 	})
+	t.Run("ReplicaSettingsRefused", func(t *testing.T) {
+		// A failover makes a replica the primary of its shard: New checks
+		// the replicas' settings too, not only today's primaries.
+		primaries := c.Primaries(t)
+		var replica *harness.RedisServer
+		for _, n := range c.Nodes {
+			isPrimary := false
+			for _, p := range primaries {
+				isPrimary = isPrimary || p == n
+			}
+			if !isPrimary {
+				replica = n
+				break
+			}
+		}
+		if replica == nil {
+			t.Fatal("no replica in the cluster")
+		}
+		replica.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "volatile-lru")
+		_, err := redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{Logger: testLogger(t)})
+		replica.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "replica "+replica.Addr()) || !strings.Contains(err.Error(), "maxmemory-policy volatile-lru") {
+			t.Fatalf("New on a cluster with a replica on volatile-lru: %v; want a refusal naming the replica %s", err, replica.Addr())
+		}
+
+		// WAIT mode: every primary has an append-only file, the replicas
+		// none: refused, naming a replica.
+		for _, p := range primaries {
+			p.MustCLI(t, "CONFIG", "SET", "appendonly", "yes")
+		}
+		_, err = redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{WaitReplicas: 1, Logger: testLogger(t)})
+		for _, p := range primaries {
+			p.MustCLI(t, "CONFIG", "SET", "appendonly", "no")
+		}
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "the Redis replica ") || !strings.Contains(err.Error(), "appendonly") {
+			t.Fatalf("New in WAIT mode, primaries with an append-only file, replicas without: %v; want a refusal naming a replica", err)
+		}
+		if _, err := redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{Logger: testLogger(t)}); err != nil {
+			t.Fatalf("New once the settings are restored: %v", err)
+		}
+	})
 	t.Run("AppendOnlyRefused", func(t *testing.T) {
 		// The cluster's nodes have no append-only file: WAIT mode needs
 		// AllowNoAppendOnly.

@@ -32,8 +32,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -108,11 +112,12 @@ type Store struct {
 var _ idemrt.Store = (*Store)(nil)
 
 // New returns a store over client: a *redis.Client (standalone or Sentinel
-// failover) or a *redis.ClusterClient. It checks the server (every primary
-// of a cluster), reading ROLE and INFO only (so it works where CONFIG is
-// disabled), and refuses
+// failover) or a *redis.ClusterClient. It checks the server (every node of
+// a cluster, replicas too, since a failover promotes them), reading ROLE
+// and INFO only (so it works where CONFIG is disabled), and refuses
 //   - a server older than Redis 7.0 (the scripts use its script flags);
-//   - a replica;
+//   - a replica (a plain client's server; a cluster's replicas are checked
+//     for the settings below, WaitReplicas's count aside);
 //   - a maxmemory-policy other than noeviction: every record has a TTL, so
 //     every other policy evicts records when memory runs out, and an
 //     evicted record's key runs its handler again;
@@ -152,10 +157,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 		}
 	case *redis.ClusterClient:
 		s.cluster = c
-		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return checkPrimary(ctx, node, opts, log)
-		})
-		if err != nil {
+		if err := checkCluster(ctx, c, opts, log); err != nil {
 			return nil, err
 		}
 	default:
@@ -169,17 +171,105 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 // or without an append-only file (unless opts.AllowNoAppendOnly); in plain
 // mode it warns on log about the latter.
 func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.Logger) error {
-	addr := c.Options().Addr
-	role, err := c.Do(ctx, "ROLE").Slice()
+	role, err := serverRole(ctx, c)
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+		return err
 	}
 	if len(role) == 0 || role[0] != "master" {
-		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", addr, role)
+		return fmt.Errorf("idempotency store: the Redis server %s is a replica (ROLE says %v); claims must be made on the primary", c.Options().Addr, role)
+	}
+	return checkSettings(ctx, c, opts, log, true)
+}
+
+// checkCluster checks every primary of the cluster c (checkPrimary), and
+// the settings of every replica, which a failover makes a primary. It
+// finds the replicas in each primary's CLUSTER NODES, not in the client's
+// view: CLUSTER SLOTS, from which go-redis learns the nodes, leaves out a
+// replica that has replicated nothing yet, as on a new cluster.
+func checkCluster(ctx context.Context, c *redis.ClusterClient, opts Options, log *slog.Logger) error {
+	var mu sync.Mutex
+	replicas := map[string]bool{}
+	var base redis.Options
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		if err := checkPrimary(ctx, node, opts, log); err != nil {
+			return err
+		}
+		nodes, err := node.ClusterNodes(ctx).Result()
+		if err != nil {
+			return checkError(node.Options().Addr, "CLUSTER NODES", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		base = *node.Options()
+		for _, addr := range clusterReplicas(nodes) {
+			replicas[addr] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, addr := range slices.Sorted(maps.Keys(replicas)) {
+		o := base
+		o.Addr = addr
+		rc := redis.NewClient(&o)
+		err := checkSettings(ctx, rc, opts, log, false)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterReplicas returns the host:port of each replica that a CLUSTER
+// NODES reply lists as reachable (not failed, suspected, in handshake or
+// without an address).
+func clusterReplicas(nodes string) []string {
+	var out []string
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		flags := strings.Split(f[2], ",")
+		if !slices.Contains(flags, "slave") || slices.ContainsFunc(flags, func(fl string) bool {
+			return strings.HasPrefix(fl, "fail") || fl == "handshake" || fl == "noaddr"
+		}) {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		i := strings.LastIndexByte(addr, ':')
+		if i <= 0 || addr[i+1:] == "0" {
+			continue
+		}
+		out = append(out, net.JoinHostPort(addr[:i], addr[i+1:]))
+	}
+	return out
+}
+
+// serverRole returns the server's ROLE reply.
+func serverRole(ctx context.Context, c *redis.Client) ([]any, error) {
+	role, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return nil, checkError(c.Options().Addr, "ROLE", err)
+	}
+	return role, nil
+}
+
+// checkSettings checks what checkPrimary does but the role, on a primary
+// or (primary false) on a replica of a cluster: a failover promotes it,
+// so it needs the same maxmemory-policy and, in WAIT mode, persistence.
+// It does not count a replica's replicas, and warns about primaries only.
+func checkSettings(ctx context.Context, c *redis.Client, opts Options, log *slog.Logger, primary bool) error {
+	addr := c.Options().Addr
+	node := "server " + addr
+	if !primary {
+		node = "replica " + addr + " (a failover makes it a primary)"
 	}
 	text, err := c.Info(ctx, "server", "memory", "persistence", "replication").Result()
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
+		return checkError(addr, "INFO", err)
 	}
 	info := parseInfo(text)
 	if err := checkVersion(addr, info["redis_version"]); err != nil {
@@ -189,12 +279,12 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	case !ok:
 		return fmt.Errorf("idempotency store: checking the Redis server %s: INFO memory reports no maxmemory_policy", addr)
 	case policy != "noeviction":
-		return fmt.Errorf("idempotency store: the Redis server %s has maxmemory-policy %s, which deletes keys when memory runs out: "+
+		return fmt.Errorf("idempotency store: the Redis %s has maxmemory-policy %s, which deletes keys when memory runs out: "+
 			"every idempotency record has a TTL, so it would delete records, and a key whose record is gone runs its handler again; "+
 			"set maxmemory-policy noeviction (redis.conf, CONFIG SET maxmemory-policy noeviction, or the managed service's parameter); "+
-			"a full Redis then refuses new claims (503) instead", addr, policy)
+			"a full Redis then refuses new claims (503) instead", node, policy)
 	}
-	if opts.WaitReplicas > 0 {
+	if opts.WaitReplicas > 0 && primary {
 		n, err := strconv.Atoi(info["connected_slaves"])
 		if err != nil {
 			n = 0
@@ -209,13 +299,33 @@ func checkPrimary(ctx context.Context, c *redis.Client, opts Options, log *slog.
 	const lost = "has no append-only file (appendonly no): killed and restarted before a failover, it comes back without the " +
 		"records written since its last RDB snapshot (all of them without one), its replicas resynchronise to that, and those keys run again"
 	if opts.WaitReplicas > 0 {
-		return fmt.Errorf("idempotency store: the Redis primary %s %s, which WaitReplicas cannot prevent; "+
+		if primary {
+			node = "primary " + addr
+		}
+		return fmt.Errorf("idempotency store: the Redis %s %s, which WaitReplicas cannot prevent; "+
 			"set appendonly yes on every node (appendfsync always to survive a power loss too), "+
-			"or set Options.AllowNoAppendOnly if nothing restarts a primary before its replica is promoted", addr, lost)
+			"or set Options.AllowNoAppendOnly if nothing restarts a primary before its replica is promoted", node, lost)
+	}
+	if !primary {
+		return nil
 	}
 	log.Warn("idempotency store: the Redis primary "+lost+"; set appendonly yes, or make sure nothing restarts it automatically "+
 		"(Options.AllowNoAppendOnly silences this)", "addr", addr)
 	return nil
+}
+
+// checkError wraps the error of command, one of New's checks. A server
+// whose ACL denies it to the store's user (NOPERM) is refused with the rule
+// that grants it: New does not start on a server it could not check.
+func checkError(addr, command string, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOPERM") {
+		return fmt.Errorf("idempotency store: checking the Redis server %s: %w; New needs %s (with ROLE and INFO, and CLUSTER NODES on a cluster, "+
+			"it checks the role, version, maxmemory-policy and persistence of every node): grant it to this user "+
+			"(ACL SETUSER <user> +%s, or the managed service's equivalent)",
+			addr, err, command, strings.ReplaceAll(strings.ToLower(command), " ", "|"))
+	}
+	return fmt.Errorf("idempotency store: checking the Redis server %s: %w", addr, err)
 }
 
 // checkVersion refuses a server older than Redis 7: the scripts' flags
@@ -244,7 +354,7 @@ func parseInfo(text string) map[string]string {
 func checkNotCluster(ctx context.Context, c *redis.Client) error {
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
-		return fmt.Errorf("idempotency store: checking the Redis server %s: %w", c.Options().Addr, err)
+		return checkError(c.Options().Addr, "INFO", err)
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		return fmt.Errorf("idempotency store: the Redis server %s is a Redis Cluster node; use a cluster client (redis-cluster://host:port,...)", c.Options().Addr)

@@ -94,6 +94,21 @@ WITH probe AS (
 SELECT probe.locked, probe.idle_timeout, ins.epoch
 FROM probe LEFT JOIN ins ON true;
 
+-- name: HolderLease :one
+-- HolderLease is the lease left, in milliseconds, of the transactional
+-- attempt that holds a key's advisory lock (ClaimTx found it taken), for
+-- the Retry-After of a duplicate in another process: the holder's
+-- transaction began just after its lease did, so its start plus the lease
+-- is the lease's end (a few milliseconds late at most). 0 when no holder
+-- can be seen (it ended since, or it is another role's session and this
+-- role lacks pg_read_all_stats).
+SELECT COALESCE(max(extract(epoch FROM a.xact_start + sqlc.arg(lease_ms)::bigint * interval '1 millisecond' - clock_timestamp()) * 1000), 0)::bigint AS remaining_ms
+FROM pg_catalog.pg_locks l
+JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = ((sqlc.arg(lock_key)::bigint >> 32) & 4294967295)::oid
+  AND l.objid = (sqlc.arg(lock_key)::bigint & 4294967295)::oid;
+
 -- name: Complete :execrows
 -- Complete saves the result of the attempt holding epoch; 0 rows means the
 -- record moved on (fenced). It may run in the handler's transaction, where

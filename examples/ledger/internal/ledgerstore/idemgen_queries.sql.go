@@ -348,6 +348,34 @@ func (q *sqlcQueries) CompleteTx(ctx context.Context, arg sqlcCompleteTxParams) 
 	return completed, err
 }
 
+const holderLease = `-- name: HolderLease :one
+SELECT COALESCE(max(extract(epoch FROM a.xact_start + $1::bigint * interval '1 millisecond' - clock_timestamp()) * 1000), 0)::bigint AS remaining_ms
+FROM pg_catalog.pg_locks l
+JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid = (($2::bigint >> 32) & 4294967295)::oid
+  AND l.objid = ($2::bigint & 4294967295)::oid
+`
+
+type sqlcHolderLeaseParams struct {
+	LeaseMs int64
+	LockKey int64
+}
+
+// HolderLease is the lease left, in milliseconds, of the transactional
+// attempt that holds a key's advisory lock (ClaimTx found it taken), for
+// the Retry-After of a duplicate in another process: the holder's
+// transaction began just after its lease did, so its start plus the lease
+// is the lease's end (a few milliseconds late at most). 0 when no holder
+// can be seen (it ended since, or it is another role's session and this
+// role lacks pg_read_all_stats).
+func (q *sqlcQueries) HolderLease(ctx context.Context, arg sqlcHolderLeaseParams) (int64, error) {
+	row := q.db.QueryRow(ctx, holderLease, arg.LeaseMs, arg.LockKey)
+	var remaining_ms int64
+	err := row.Scan(&remaining_ms)
+	return remaining_ms, err
+}
+
 const lockOutboxClaims = `-- name: LockOutboxClaims :exec
 SELECT pg_advisory_xact_lock(hashtext('idemgen:idempotency_keys_outbox'))
 `

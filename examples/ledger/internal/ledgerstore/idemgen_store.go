@@ -164,7 +164,8 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // record not committed yet) is reported InProgress at once, through a
 // transaction-scoped advisory lock on a hash of the key tried without
 // waiting (a hash collision with another key held at that moment also
-// reads as InProgress: the client retries).
+// reads as InProgress: the client retries), with the holder's remaining
+// lease (see heldElsewhere).
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
@@ -202,7 +203,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		case err != nil:
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		case !row.Locked:
-			return nil, idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}, nil
+			return nil, s.heldElsewhere(ctx, req, claim), nil
 		case !row.Epoch.Valid:
 			continue // another attempt's record is live: read it
 		}
@@ -210,6 +211,19 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+}
+
+// heldElsewhere is the InProgress result of a key whose advisory lock
+// another transactional attempt holds, with that attempt's remaining lease
+// when the server shows it (HolderLease): a duplicate in another process
+// then gets a Retry-After that reflects the lease, not 1 s. A failed look-up
+// leaves LeaseRemaining 0 (the wrapper then answers Retry-After: 1).
+func (s *Store) heldElsewhere(ctx context.Context, req idemrt.ClaimRequest, claim sqlcClaimTxParams) idemrt.ClaimResult {
+	res := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
+	if ms, err := s.q.HolderLease(ctx, sqlcHolderLeaseParams{LeaseMs: claim.LeaseMs, LockKey: claim.LockKey}); err == nil && ms > 0 {
+		res.LeaseRemaining = time.Duration(ms) * time.Millisecond
+	}
+	return res
 }
 
 // lockKey is the advisory lock of a key: the first 8 bytes of SHA-256 over
@@ -400,14 +414,24 @@ func (t *claimedTx) Rollback(ctx context.Context) error {
 
 // TxFromContext returns the transaction of a transactional operation, for
 // the handler's own writes: they commit together with the idempotency
-// record, or not at all.
+// record, or not at all. ok is false when the request has no transaction
+// (the operation is not transactional, or the handler is not behind the
+// middleware). It panics with an *idemrt.ForeignTxError when the request
+// has a transaction of another store (the middleware's Options.Store is
+// not this package's Store: a test serving with another dialect's output,
+// or a MemoryStore): the handler would otherwise write outside the
+// transaction without a word. The wrapper then rolls back and releases the
+// key, and net/http answers the panic.
 func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 	t, ok := idemrt.TxFromContext(ctx)
 	if !ok {
 		return nil, false
 	}
 	tx, ok := t.Handle().(pgx.Tx)
-	return tx, ok
+	if !ok || tx == nil {
+		panic(&idemrt.ForeignTxError{Store: "PostgreSQL", Want: "pgx.Tx", Handle: t.Handle()})
+	}
+	return tx, true
 }
 
 // MarkProcessed records, inside tx, that consumer processed messageID
