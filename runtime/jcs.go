@@ -86,12 +86,20 @@ type canonicalizer struct {
 	// (in document order) and the permutation that sorts them: arrays of
 	// records repeat one shape, and then sorting is a lookup.
 	shapes [8]objShape
+	// alts holds, with fold set, the shape each depth cached before the
+	// current one: records often hold two nested objects of different
+	// shapes (an item's metadata and its price), which would otherwise
+	// replace each other at every record.
+	alts [8]objShape
 }
 
 type objShape struct {
 	keys []byte // keys in document order, each followed by 0xFF
 	perm []int32
 	kw   []keyWords // per key: its compact input form, to match in place
+	// foldOK: the keys passed the fold check (canonicalizer.fold), with no
+	// member left out; an object with the same keys passes it too.
+	foldOK bool
 }
 
 // keyWords holds the compact input form `key":` of a short key without
@@ -103,6 +111,13 @@ type objShape struct {
 type keyWords struct {
 	w0, w1, m0, m1 uint64
 	n              int32
+}
+
+// matches reports whether the key whose opening quote is at in[kq] (with
+// 16 bytes after it) is kw's key, followed by its closing quote and colon.
+func (kw *keyWords) matches(in []byte, kq int) bool {
+	return kw.n > 0 && (binary.LittleEndian.Uint64(in[kq+1:])^kw.w0)&kw.m0 == 0 &&
+		(binary.LittleEndian.Uint64(in[kq+9:])^kw.w1)&kw.m1 == 0
 }
 
 func makeKeyWords(k []byte) keyWords {
@@ -1045,6 +1060,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		}
 	}
 	sorted := true
+	skipped := false // a member was left out (exclude)
 	count := 0
 	commaPos := 0
 	var prev []byte // the previous member's key
@@ -1062,11 +1078,17 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		end := 0
 		fast := false // the key is the next key of the cached shape
 		if shapeOff >= 0 && count < len(sc.kw) && kq+17 <= len(in) {
-			kw := &sc.kw[count]
-			if kw.n > 0 && (binary.LittleEndian.Uint64(in[kq+1:])^kw.w0)&kw.m0 == 0 &&
-				(binary.LittleEndian.Uint64(in[kq+9:])^kw.w1)&kw.m1 == 0 {
+			if kw := &sc.kw[count]; kw.matches(in, kq) {
 				fast = true
 				end = kq + int(kw.n) // after `key"`, at the colon
+			}
+		}
+		if !fast && count == 0 && c.fold && sc != nil && kq+17 <= len(in) {
+			// The first key is that of the depth's other shape: swap it in.
+			if alt := &c.alts[c.depth]; len(alt.perm) > 0 && alt.kw[0].matches(in, kq) {
+				c.shapes[c.depth], *alt = *alt, c.shapes[c.depth]
+				shapeOff, fast = 0, true
+				end = kq + int(sc.kw[0].n)
 			}
 		}
 		if fast {
@@ -1104,17 +1126,19 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		pos++
-		if c.fold {
-			// Every member, left out or not: which of two folded-equal
-			// names a struct field gets depends on their order.
-			if err := c.addFold(foldBase, &bloom, key, ks, ke, esc); err != nil {
-				return pos, err
-			}
-		}
 		var child uint64
 		skip := false
 		if mask != 0 {
 			child, skip = c.exclStep(mask, pdepth, key)
+		}
+		if skip && c.fold {
+			// Left out or not, which of two folded-equal names a struct
+			// field gets depends on their order: a left-out name is checked
+			// too (the others are, at the end, from c.mem).
+			if err := c.addFold(foldBase, &bloom, key, ks, ke, esc); err != nil {
+				return pos, err
+			}
+			skipped = true
 		}
 		comma := 0
 		if count > 0 {
@@ -1197,7 +1221,18 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		}
 		break
 	}
+	// hit: the same keys in the same order as the cached shape.
+	hit := shapeOff >= 0 && shapeOff == len(sc.keys) && count == len(sc.perm)
 	if c.fold {
+		// A shape that passed the fold check passes it again.
+		if !hit || !sc.foldOK || skipped {
+			for i := base; i < len(c.mem); i++ {
+				m := &c.mem[i]
+				if err := c.addFold(foldBase, &bloom, c.keyBytes(m), int(m.ks), int(m.ke), m.arena); err != nil {
+					return pos, err
+				}
+			}
+		}
 		if err := c.endFolds(foldBase); err != nil {
 			return pos, err
 		}
@@ -1205,12 +1240,16 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	if !sorted {
 		ms := c.mem[base:]
 		var perm []int32 // nil: ms itself is sorted
-		if shapeOff >= 0 && shapeOff == len(sc.keys) && len(ms) == len(sc.perm) {
+		if hit {
 			// The same keys in the same order as the cached shape (whose
 			// keys were checked for duplicates when it was cached).
 			perm = sc.perm
 		} else {
 			if sc != nil {
+				if c.fold {
+					// Keep the shape this one replaces as the other one.
+					c.shapes[c.depth], c.alts[c.depth] = c.alts[c.depth], c.shapes[c.depth]
+				}
 				sc.keys = sc.keys[:0]
 				sc.kw = sc.kw[:0]
 				for i := range ms {
@@ -1236,6 +1275,7 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 				for i := range ms {
 					sc.perm = append(sc.perm, ms[i].idx)
 				}
+				sc.foldOK = c.fold && !skipped
 			}
 		}
 		if allVerb {
@@ -1277,6 +1317,19 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.out = out[:o]
 		}
 		c.vs, c.ve = pos, pos
+	} else if c.fold && sc != nil && !hit && count > 1 {
+		// Cache a sorted shape too (identity order), for the fold check:
+		// an array of same-shaped sorted records checks its names once.
+		c.shapes[c.depth], c.alts[c.depth] = c.alts[c.depth], c.shapes[c.depth]
+		sc.keys, sc.kw, sc.perm = sc.keys[:0], sc.kw[:0], sc.perm[:0]
+		for i := base; i < len(c.mem); i++ {
+			k := c.keyBytes(&c.mem[i])
+			sc.keys = append(sc.keys, k...)
+			sc.keys = append(sc.keys, 0xff)
+			sc.kw = append(sc.kw, makeKeyWords(k))
+			sc.perm = append(sc.perm, int32(i-base))
+		}
+		sc.foldOK = !skipped
 	}
 	c.verbatim(pos, pos+1) // '}'
 	c.mem = c.mem[:base]
