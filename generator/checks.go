@@ -330,6 +330,9 @@ func (b *builder) checkKeyParam(r *opRef, o *Operation, k *keySpec, pos Pos) {
 	if p == nil {
 		var declared []string
 		for _, v := range r.params() {
+			if hidden(v.Extensions) {
+				return // it may be the key's; its $ref is reported
+			}
 			if v.In == in {
 				declared = append(declared, v.Name)
 			}

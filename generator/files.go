@@ -462,13 +462,24 @@ func (fs *specFiles) unref(err error) bool {
 		if string(text[key:key+4]) != "$ref" {
 			continue // hidden already
 		}
-		copy(text[key:], "x-rf")
+		copy(text[key:], hiddenRef)
 		fs.setLoadText(st.s, text)
 		p := st.s.Pos(st.off)
 		fs.unrefs = append(fs.unrefs, Diagnostic{Pos: p, Msg: msg, Frame: st.s.Frame(p), Cause: err})
 		n++
 	}
 	return n > 0
+}
+
+// hiddenRef is the key a $ref that cannot be followed is given in the
+// text the loader reads (see unref): an extension, as long as "$ref".
+const hiddenRef = "x-rf"
+
+// hidden reports whether exts are those of an object whose $ref could not
+// be followed: what it would have said is unknown, and reported already.
+func hidden(exts map[string]any) bool {
+	_, ok := exts[hiddenRef]
+	return ok
 }
 
 // refSpellings are the ways a $ref in s may name the file target (as the
