@@ -241,6 +241,10 @@ func (p *Processor) Consume(ctx context.Context, conn *amqp.Connection) error {
 		return fmt.Errorf("amqpidem: consume %s: %w", p.cfg.Queue, err)
 	}
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	// gone closes when the channel does, for settle's wait.
+	gone := make(chan struct{})
+	goneErr := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go func() { <-goneErr; close(gone) }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -255,13 +259,13 @@ func (p *Processor) Consume(ctx context.Context, conn *amqp.Connection) error {
 				}
 				return errors.New("amqpidem: the channel closed")
 			}
-			p.handle(ctx, pub, d)
+			p.handle(ctx, pub, gone, d)
 		}
 	}
 }
 
 // handle processes one delivery and settles it.
-func (p *Processor) handle(ctx context.Context, pub *confirmer, d amqp.Delivery) Action {
+func (p *Processor) handle(ctx context.Context, pub *confirmer, gone <-chan struct{}, d amqp.Delivery) Action {
 	n := deliveryNumber(d)
 	ev := delivery.Event{Consumer: p.cfg.Consumer, Subject: d.RoutingKey, Delivery: n}
 	if rk, ok := d.Headers[HeaderRoutingKey].(string); ok {
@@ -287,16 +291,22 @@ func (p *Processor) handle(ctx context.Context, pub *confirmer, d amqp.Delivery)
 			p.afterCommit(r)
 		}
 	}
-	r = p.settle(ctx, pub, d, ev, r)
+	r = p.settle(ctx, pub, gone, d, ev, r)
 	delivery.Report(ctx, p.cfg.Logger, p.cfg.Hooks, r, ev)
 	return r.Action
 }
 
+// maxRequeueWait bounds the wait before a delivery whose retry copy or
+// dead letter could not be published is requeued.
+const maxRequeueWait = 10 * time.Second
+
 // settle acks d once what the result asks for is durable: a retry copy or a
 // dead letter is published (and confirmed) first. When that publish fails,
-// d is rejected with requeue, after the retry delay, so that the broker
-// hands it out again (as a redelivery, with the same delivery number).
-func (p *Processor) settle(ctx context.Context, pub *confirmer, d amqp.Delivery, ev delivery.Event, r delivery.Result) delivery.Result {
+// d is rejected with requeue, after the retry delay (at most
+// maxRequeueWait; at once when the channel has closed, which requeues it
+// anyway), so that the broker hands it out again (as a redelivery, with the
+// same delivery number).
+func (p *Processor) settle(ctx context.Context, pub *confirmer, gone <-chan struct{}, d amqp.Delivery, ev delivery.Event, r delivery.Result) delivery.Result {
 	var perr error
 	switch r.Action {
 	case delivery.Retry:
@@ -318,12 +328,13 @@ func (p *Processor) settle(ctx context.Context, pub *confirmer, d amqp.Delivery,
 	if perr != nil {
 		r = delivery.Result{Action: delivery.Retry, Delay: p.policy.Delay(ev.Delivery), StoreErr: true,
 			Err: fmt.Errorf("republish failed: %w (after: %v)", perr, r.Err)}
-		t := time.NewTimer(r.Delay)
+		t := time.NewTimer(min(r.Delay, maxRequeueWait))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			t.Stop()
+		case <-gone:
 		}
+		t.Stop()
 		if err := d.Nack(false, true); err != nil {
 			p.ackFailed(ctx, ev, r, err)
 		}
@@ -370,7 +381,10 @@ func (p *Processor) copyOf(d amqp.Delivery, ev delivery.Event, set func(amqp.Tab
 
 // deliveryNumber is d's delivery number: the Idemgen-Delivery header of a
 // retry copy (1 for an original), plus the redeliveries a quorum queue
-// counts in x-delivery-count (crashes and requeues).
+// counts in x-delivery-count (crashes and requeues), so that the first
+// handler error after them is judged against MaxDeliveries. (A message
+// that crashes the process every time never gets that far: the quorum
+// queue's x-delivery-limit bounds it.)
 func deliveryNumber(d amqp.Delivery) int {
 	n := 1
 	if v, ok := intHeader(d.Headers[HeaderDelivery]); ok && v > 1 {

@@ -411,3 +411,42 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Errorf("queue names %v", got)
 	}
 }
+
+// On a quorum queue the deliveries a crash cost (x-delivery-count) count
+// toward MaxDeliveries: a message whose handler crashed its consumer twice
+// is dead-lettered by its first handler error on the third delivery.
+func TestQuorumDeliveryCountCountsCrashes(t *testing.T) {
+	b := msgtest.Memory()
+	e := newEnv(t)
+	e.Queue += ".quorum"
+	e.declare(t, e.Queue, amqp.Table{"x-queue-type": "quorum"})
+	var calls atomic.Int64
+	var c counts
+	var conn *amqp.Connection
+	p := e.processor(t, Config{Store: b.Store, Consumer: "ledger", MaxDeliveries: 3, RetryDelays: []time.Duration{time.Hour}, Hooks: c.hooks()},
+		func(ctx context.Context, d amqp.Delivery) error {
+			if calls.Add(1) <= 2 {
+				conn.Close() // the process dies mid-handler: nothing commits, nothing is acked
+			}
+			return errors.New("boom")
+		})
+	e.publish(t, amqp.Publishing{MessageId: "m1", Body: []byte(`{}`)})
+	for i := 1; i <= 2; i++ {
+		conn = dial(t, e.url)
+		if err := p.Consume(context.Background(), conn); err == nil {
+			t.Fatalf("crash %d: Consume returned nil", i)
+		}
+	}
+	e.run(t, p, dial(t, e.url))
+	eventually(t, 10*time.Second, "the dead letter", func() bool { return c.dead.Load() == 1 })
+	// The two simulated crashes return an error after closing the
+	// connection, so they are reported as retries whose copy could not be
+	// published (and Consume returns at once instead of waiting out the
+	// hour-long retry delay before a requeue it cannot send).
+	if calls.Load() != 3 || c.retried.Load() != 2 {
+		t.Errorf("handler ran %d times (want 3), %d retries reported (want 2)", calls.Load(), c.retried.Load())
+	}
+	if n := e.count(t, p.DeadLetterQueue()); n != 1 {
+		t.Errorf("dead-letter queue holds %d messages", n)
+	}
+}

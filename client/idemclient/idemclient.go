@@ -210,7 +210,9 @@ func (t *Transport) key(op *idemrt.ClientOperation, send *http.Request, body []b
 		send.URL = &u
 		return k
 	}
-	k, _ := op.DerivedKey(send.URL.RawQuery, send.Header.Get("Content-Type"), body)
+	// Read with the request's header, as the middleware reads it: a
+	// Content-Encoding makes the body count as raw bytes.
+	k, _ := op.DerivedKeyOf(send.Header, send.URL.RawQuery, body)
 	return k
 }
 

@@ -249,6 +249,41 @@ func TestDerivedKeyIsTheServers(t *testing.T) {
 	}
 }
 
+// A body sent with a Content-Encoding counts as raw bytes in the server's
+// body key (fingerprint version 3): the key the transport reports must be
+// the one the server claimed, not the key of the body read as JSON.
+func TestDerivedKeyWithContentEncodingIsTheServers(t *testing.T) {
+	policies := []*idemrt.Policy{{OperationID: "sub", Method: "POST", Route: "/subs", Principal: idemrt.PrincipalAnonymous, Key: idemrt.KeyFromBody}}
+	var mu sync.Mutex
+	var serverKeys []string
+	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore(), Hooks: idemrt.Hooks{Completed: func(_ context.Context, e idemrt.Event) {
+		mu.Lock()
+		serverKeys = append(serverKeys, e.Key)
+		mu.Unlock()
+	}}}, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })))
+	defer srv.Close()
+	tr, err := New(Options{}, policies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	req, _ := http.NewRequestWithContext(WithResult(context.Background(), &res), "POST", srv.URL+"/subs", strings.NewReader(`{"plan": "gold", "seats": 3}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "identity")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 || len(serverKeys) != 1 || res.Key != serverKeys[0] {
+		t.Fatalf("status %d: client key %q, server keys %q", resp.StatusCode, res.Key, serverKeys)
+	}
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
