@@ -3,6 +3,7 @@ package generator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,12 @@ type specFiles struct {
 	// unrefs are the $refs the loader could not follow, reported and
 	// hidden from it (see unref).
 	unrefs Diagnostics
+	// unparsed are the files other than the main one that do not parse,
+	// by the message readURI refuses them with; syntax are their syntax
+	// errors, and parsed the files checked already (see unparsable).
+	unparsed map[*location.Source]string
+	parsed   map[*location.Source]bool
+	syntax   Diagnostics
 }
 
 func newSpecFiles(cfg Config, data []byte) *specFiles {
@@ -77,7 +84,7 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 	if u.Scheme == "http" || u.Scheme == "https" {
 		name := u.String()
 		if s := fs.byName[name]; s != nil {
-			return fs.give(s), nil
+			return fs.given(s, name)
 		}
 		if !fs.allowRemote {
 			return nil, &refError{name, fmt.Sprintf("$ref %s: remote references are not followed (no network at generate time); pass -allow-remote-refs to allow them", name)}
@@ -93,7 +100,7 @@ func (fs *specFiles) readURI(loader *openapi3.Loader, u *url.URL) ([]byte, error
 	}
 	name := filepath.Clean(filepath.FromSlash(u.Path))
 	if s := fs.byName[name]; s != nil {
-		return fs.give(s), nil
+		return fs.given(s, name)
 	}
 	abs, err := filepath.Abs(name)
 	if err != nil {
@@ -142,6 +149,15 @@ func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
 
 // maxRemoteBytes bounds one remote document.
 const maxRemoteBytes = 64 << 20
+
+// given is the text of a file read before, or the refusal of a file that
+// does not parse (see unparsable).
+func (fs *specFiles) given(s *location.Source, name string) ([]byte, error) {
+	if msg, bad := fs.unparsed[s]; bad {
+		return nil, &refError{name, msg}
+	}
+	return fs.give(s), nil
+}
 
 func (fs *specFiles) add(name string, data []byte) []byte {
 	s := location.NewSource(name, data)
@@ -218,6 +234,95 @@ func (fs *specFiles) dedupe(err error) bool {
 	fs.repeats = append(fs.repeats, repeatDiags(s, reps, "YAML", "mapping")...)
 	fs.setLoadText(s, text)
 	return true
+}
+
+// unparsable handles a load error caused by a file other than the main
+// one that does not parse (a tab used for indentation, a JSON file with a
+// missing comma): it reports the file's syntax errors, each at its line
+// and column, and makes readURI refuse the file from then on, so that the
+// next load attempt fails on a $ref to it and unref reports and hides
+// every such $ref; the load then goes on and finds the document's other
+// problems. The loader names the file only when a $ref takes all of it
+// (through a fragment its error is a string), so every file read since the
+// last call is parsed here, the way the loader parses it: as YAML, else
+// (a file that may be JSON) as JSON. False when no file newly fails.
+// Repeated keys alone do not make a file unparsable: dedupe and give
+// handle them.
+func (fs *specFiles) unparsable(error) bool {
+	found := false
+	for _, s := range fs.read[1:] {
+		if fs.parsed[s] {
+			continue
+		}
+		if fs.parsed == nil {
+			fs.parsed = map[*location.Source]bool{}
+		}
+		fs.parsed[s] = true
+		text := s.Text
+		if t, ok := fs.loadText[s]; ok {
+			text = t
+		}
+		var root yaml.Node
+		err := yaml.Unmarshal(text, &root)
+		if err == nil || onlyRepeats(err) || mayBeJSON(text) && json.Valid(text) {
+			continue
+		}
+		ds := syntaxDiags(s, err)
+		if fs.unparsed == nil {
+			fs.unparsed = map[*location.Source]string{}
+		}
+		fs.unparsed[s] = fmt.Sprintf("$ref %s: the file does not parse (its syntax error is reported at %s)", s.Name, ds[0].Pos)
+		fs.syntax = append(fs.syntax, ds...)
+		found = true
+	}
+	return found
+}
+
+// onlyRepeats reports whether a YAML error is made of duplicate keys only.
+func onlyRepeats(err error) bool {
+	var many *yaml.LoadErrors
+	if !errors.As(err, &many) || len(many.Errors) == 0 {
+		return false
+	}
+	for _, e := range many.Errors {
+		if !strings.Contains(e.Message, "already defined") {
+			return false
+		}
+	}
+	return true
+}
+
+// mayBeJSON reports whether text could be one JSON value, as the loader
+// decides whether to try it as JSON after YAML refused it: by its first
+// byte past JSON's whitespace.
+func mayBeJSON(text []byte) bool {
+	text = bytes.TrimLeft(text, " \t\r\n")
+	return len(text) > 0 && strings.IndexByte(`{["-0123456789tfn`, text[0]) >= 0
+}
+
+// syntaxDiags are the diagnostics of a YAML parse error of s, each at its
+// line and column with the line shown; at least one.
+func syntaxDiags(s *location.Source, err error) Diagnostics {
+	var many *yaml.LoadErrors
+	var one *yaml.LoadError
+	var ds Diagnostics
+	switch {
+	case errors.As(err, &many) && len(many.Errors) > 0:
+		for _, e := range many.Errors {
+			ds = append(ds, yamlDiag(s, e, ""))
+		}
+	case errors.As(err, &one):
+		ds = Diagnostics{yamlDiag(s, one, "")}
+	default:
+		ds = Diagnostics{{Pos: Pos{File: s.Name}, Msg: "syntax error: " + err.Error()}}
+	}
+	for i := range ds {
+		ds[i].Cause = err
+		if ds[i].Pos.Line > 0 {
+			ds[i].Frame = s.Frame(ds[i].Pos)
+		}
+	}
+	return ds
 }
 
 // loadErrors turns a loader error into located diagnostics: each YAML

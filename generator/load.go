@@ -92,7 +92,9 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 	// reads, the last of each kept, so that the document's other problems
 	// are found in the same run: a JSON file's before the loader reads it
 	// (it would keep the last silently), a YAML file's when the loader
-	// refuses it, each such attempt taking them out of one file.
+	// refuses it, each such attempt taking them out of one file. So are
+	// files other than the main one that do not parse (see unparsable)
+	// and $refs that cannot be followed (see unref).
 	for attempts := 0; ; attempts++ {
 		loader := openapi3.NewLoader()
 		loader.Context = ctx
@@ -104,11 +106,11 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 		if err == nil {
 			break
 		}
-		if attempts == maxDedupes || !files.dedupe(err) && !files.unref(err) {
-			return nil, slices.Concat(files.loadErrors(err), files.repeats, files.unrefs).sorted()
+		if attempts == maxDedupes || !files.dedupe(err) && !files.unparsable(err) && !files.unref(err) {
+			return nil, slices.Concat(files.loadErrors(err), files.repeats, files.syntax, files.unrefs).sorted()
 		}
 	}
-	dups := diags{list: slices.Concat(files.repeats, files.unrefs)}
+	dups := diags{list: slices.Concat(files.repeats, files.syntax, files.unrefs)}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		// A Swagger 2.0 document (or any other) decodes to an empty one.
 		msg := fmt.Sprintf("not an OpenAPI 3.0 or 3.1 document (its openapi field is %q)", doc.OpenAPI)
@@ -128,7 +130,8 @@ func load(ctx context.Context, cfg Config, data []byte) (*builder, error) {
 }
 
 // maxDedupes bounds the load attempts after YAML's duplicate keys (one
-// per file) and $refs that cannot be followed (one target each).
+// per file), files other than the main one that do not parse (one each)
+// and $refs that cannot be followed (one target each).
 const maxDedupes = 32
 
 // loadDoc loads with kin-openapi, turning its panics (it has had some on
