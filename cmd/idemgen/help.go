@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ var subcommandFlags = []struct {
 // runHelp prints the usage and every flag of every subcommand, or, given
 // a subcommand's name, that subcommand's usage.
 func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "keys" {
+		return runKeys(context.Background(), []string{"help"}, nil, stdout, stderr)
+	}
 	if len(args) > 0 {
 		for _, sc := range subcommandFlags {
 			if sc.name == args[0] {

@@ -13,8 +13,8 @@ import (
 )
 
 // keysTool is the command that `idemgen keys` runs. The keys tool links
-// the PostgreSQL, MySQL, SQLite and Redis drivers (modernc.org/sqlite
-// alone takes minutes to build cold), so it is a command of its own:
+// the PostgreSQL, MySQL, SQLite and Redis drivers (about 50 s more of a
+// cold build, mostly modernc.org/sqlite), so it is a command of its own:
 // idemgen, which go:generate lines build with go run, stays light.
 const keysTool = "idemgen-keys"
 

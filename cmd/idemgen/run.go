@@ -36,7 +36,7 @@ Usage:
   idemgen probe -spec FILE -base URL [-H 'Name: value' ...] [-full]
   idemgen keys inspect|release|purge|help -dsn DSN -op OPERATION -key KEY [flags]
   idemgen version
-  idemgen help [generate|lint|routes|spec|probe]
+  idemgen help [generate|lint|routes|spec|probe|keys]
 
 Example (from go generate, in the package that will hold the output):
   //go:generate go tool idemgen generate -spec ../../api/openapi.yaml -out . -package idem -dialect postgres

@@ -5,8 +5,9 @@
 //
 // It lives apart from cmd/idemgen, in the idemgen-keys command, so that
 // `go run github.com/idemgen/idemgen/cmd/idemgen generate` (what go:generate
-// lines run) builds no database driver: modernc.org/sqlite alone takes
-// minutes to build cold. `idemgen keys` runs idemgen-keys.
+// lines run) builds no database driver (they add about 50 s to a cold
+// build, mostly modernc.org/sqlite; see docs/stores.md). `idemgen keys`
+// runs idemgen-keys.
 package keystool
 
 import (
