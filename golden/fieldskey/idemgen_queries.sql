@@ -157,14 +157,19 @@ WHERE seq IN (sqlc.slice(seqs));
 
 -- name: MarkSent :execrows
 -- MarkSent records that the events were published; events already sent
--- keep their first sent_at.
-UPDATE idempotency_keys_outbox
+-- keep their first sent_at. The unique index on event_id is forced: a
+-- scan of the table (the optimizer's choice for a long list on a small
+-- table) would lock every row it reads until the commit, so a claim's SKIP
+-- LOCKED would pass over an unleased event of another relay and claim a
+-- later event of its key (out of order).
+UPDATE idempotency_keys_outbox FORCE INDEX (idempotency_keys_outbox_id)
 SET sent_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until = NULL
 WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
 
 -- name: ReleaseEvents :execrows
--- ReleaseEvents ends the lease of claimed events that were not published.
-UPDATE idempotency_keys_outbox
+-- ReleaseEvents ends the lease of claimed events that were not published
+-- (by the unique index on event_id, as MarkSent: it locks only them).
+UPDATE idempotency_keys_outbox FORCE INDEX (idempotency_keys_outbox_id)
 SET lease_until = NULL
 WHERE event_id IN (sqlc.slice(event_ids)) AND sent_at IS NULL;
 

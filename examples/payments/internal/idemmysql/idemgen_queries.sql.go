@@ -294,13 +294,17 @@ func (q *sqlcQueries) MarkProcessed(ctx context.Context, arg sqlcMarkProcessedPa
 }
 
 const markSent = `-- name: MarkSent :execrows
-UPDATE idempotency_keys_outbox
+UPDATE idempotency_keys_outbox FORCE INDEX (idempotency_keys_outbox_id)
 SET sent_at = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until = NULL
 WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
 `
 
 // MarkSent records that the events were published; events already sent
-// keep their first sent_at.
+// keep their first sent_at. The unique index on event_id is forced: a
+// scan of the table (the optimizer's choice for a long list on a small
+// table) would lock every row it reads until the commit, so a claim's SKIP
+// LOCKED would pass over an unleased event of another relay and claim a
+// later event of its key (out of order).
 func (q *sqlcQueries) MarkSent(ctx context.Context, eventIds [][]byte) (int64, error) {
 	query := markSent
 	var queryParams []interface{}
@@ -350,12 +354,13 @@ func (q *sqlcQueries) Release(ctx context.Context, arg sqlcReleaseParams) (int64
 }
 
 const releaseEvents = `-- name: ReleaseEvents :execrows
-UPDATE idempotency_keys_outbox
+UPDATE idempotency_keys_outbox FORCE INDEX (idempotency_keys_outbox_id)
 SET lease_until = NULL
 WHERE event_id IN (/*SLICE:event_ids*/?) AND sent_at IS NULL
 `
 
-// ReleaseEvents ends the lease of claimed events that were not published.
+// ReleaseEvents ends the lease of claimed events that were not published
+// (by the unique index on event_id, as MarkSent: it locks only them).
 func (q *sqlcQueries) ReleaseEvents(ctx context.Context, eventIds [][]byte) (int64, error) {
 	query := releaseEvents
 	var queryParams []interface{}
