@@ -21,7 +21,8 @@ import (
 // that `go test ./...` compiles and exercises with its behaviour_test.go.
 // Negative cases are txtar files in golden/errors (the input spec,
 // optional args, and the expected stderr.txt; or, when args starts with
-// lint, the expected stdout.txt of idemgen lint; an optional exit file
+// lint, routes or spec, the expected stdout.txt of that command (routes and
+// spec read the archive's idemgen.yaml when it has one); an optional exit file
 // holds the exit status when it is not 1; a multi-file spec adds its
 // other files, paths/orders.yaml...). `go test ./cmd/idemgen
 // -update` rewrites both kinds.
@@ -138,8 +139,18 @@ func TestGoldenErrors(t *testing.T) {
 				args = []string{"-package", "api", "-store=false"}
 			}
 			cmd := append([]string{"generate", "-spec", spec, "-out", "out"}, args...)
-			if len(args) > 0 && args[0] == "lint" {
-				cmd = append([]string{"lint", "-spec", spec}, args[1:]...)
+			if len(args) > 0 {
+				switch args[0] {
+				case "lint":
+					cmd = append([]string{"lint", "-spec", spec}, args[1:]...)
+				case "routes", "spec":
+					// With an idemgen.yaml in the archive the command reads
+					// it (and its spec) instead of a -spec flag.
+					cmd = append([]string{args[0], "-spec", spec}, args[1:]...)
+					if _, err := os.Stat(filepath.Join(tmp, "idemgen.yaml")); err == nil {
+						cmd = args
+					}
+				}
 			}
 			t.Chdir(tmp)
 			var stdout, stderr bytes.Buffer
