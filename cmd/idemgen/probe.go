@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,13 @@ header, or the signature of a webhook's probe body {}.
 header or query key: a fresh key twice (the second must replay, when the
 first answer is one the operation saves), a changed body with the same key
 (422), and 4 concurrent duplicates of a new key (at most one runs; the
-others replay, get 409 or wait). Those requests run the handlers.
+others replay, get 409 or wait). Those requests run the handlers. The body
+is {"idemgen_probe":true}, or the JSON object that -body OP=FILE gives for
+operation OP (repeatable). An operation whose key comes from its body gets
+real requests only with -body: 4 concurrent copies of it (at most one runs),
+one more (it must replay), and, for a fields key, the body with a member
+added (422: the same key, another request). Give a body whose key is new,
+e.g. a fresh order id, and valid for the handler, so that it saves its answer.
 
 Flags:
 `
@@ -50,6 +57,47 @@ type probeOpts struct {
 	basePaths            basePathsFlag
 	allowRemote, full    bool
 	timeout              time.Duration
+	bodies               bodyFlag
+}
+
+// bodyFlag collects -body OP=FILE: the JSON object -full sends to OP.
+type bodyFlag map[string][]byte
+
+func (b *bodyFlag) String() string { return "" }
+
+func (b *bodyFlag) Set(v string) error {
+	op, file, ok := strings.Cut(v, "=")
+	if !ok || op == "" || file == "" {
+		return errors.New("want OP=FILE")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return fmt.Errorf("%s: want a JSON object: %v", file, err)
+	}
+	if *b == nil {
+		*b = bodyFlag{}
+	}
+	if _, dup := (*b)[op]; dup {
+		return fmt.Errorf("%s: given twice", op)
+	}
+	(*b)[op] = data
+	return nil
+}
+
+// withProbeMember is body (a JSON object) with the member "idemgen_probe"
+// set: another request under the same fields key.
+func withProbeMember(body []byte) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return []byte(`{"idemgen_probe":false}`)
+	}
+	obj["idemgen_probe"] = json.RawMessage(`"changed"`)
+	out, _ := json.Marshal(obj)
+	return out
 }
 
 // headerFlag collects -H 'Name: value'.
@@ -76,6 +124,7 @@ func probeFlags(stderr io.Writer) (*flag.FlagSet, *probeOpts) {
 	fs.Var(&o.basePaths, "base-path", "as generate's: probe the operations under this base `path` instead of the spec's servers' (repeatable)")
 	fs.StringVar(&o.annotate, "annotate-mutating", "", "as generate's: probe the operations it annotates too")
 	fs.BoolVar(&o.full, "full", false, "staging only: also send real requests (replay, 422 on a changed body, concurrent duplicates)")
+	fs.Var(&o.bodies, "body", "with -full: `OP=FILE`, the JSON object sent to operation OP (repeatable)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long one request may take")
 	remoteRefsFlag(fs, &o.allowRemote)
 	fs.Usage = func() {
@@ -143,6 +192,21 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 
+	known := map[string]bool{}
+	for _, op := range res.Model.Operations {
+		known[op.OperationID] = true
+	}
+	for id := range o.bodies {
+		if !known[id] {
+			fmt.Fprintf(stderr, "%s: -body %s: the spec has no annotated operation %s\n", cmd, id, id)
+			return exitUsage
+		}
+	}
+	if len(o.bodies) > 0 && !o.full {
+		fmt.Fprintf(stderr, "%s: -body needs -full\n", cmd)
+		return exitUsage
+	}
+
 	var failed int
 	for _, op := range res.Model.Operations {
 		p := policyOf(op)
@@ -165,14 +229,28 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			continue
 		}
 		line := "PROTECTED"
-		if o.full && p.Key != idemrt.KeyFromHeader && p.Key != idemrt.KeyFromQuery {
-			line = "PROTECTED (-full: no real request: its key comes from the body)"
-		} else if o.full {
-			if why := fullCheck(ctx, rt, op, p); why != "" {
+		body, given := o.bodies[p.OperationID]
+		if !given {
+			body = []byte(`{"idemgen_probe":true}`)
+		}
+		fromBody := p.Key != idemrt.KeyFromHeader && p.Key != idemrt.KeyFromQuery
+		switch {
+		case !o.full:
+		case fromBody && !given:
+			line = "PROTECTED (-full: no real request: its key comes from the body; give -body " + p.OperationID + "=FILE)"
+		default:
+			check, done := fullCheck, "PROTECTED (-full: replay, 422, duplicates)"
+			if fromBody {
+				check = fullCheckBody
+				if p.Key == idemrt.KeyFromBody {
+					done = "PROTECTED (-full: replay, duplicates; a changed body is a new key)"
+				}
+			}
+			if why := check(ctx, rt, op, p, body); why != "" {
 				failed++
 				line = "NOT PROVEN (-full): " + why
 			} else {
-				line = "PROTECTED (-full: replay, 422, duplicates)"
+				line = done
 			}
 		}
 		fmt.Fprintf(stdout, "%-28s %-6s %-32s %s\n", p.OperationID, p.Method, strings.Join(paths, " "), line)
@@ -334,34 +412,13 @@ func (rt *remote) stripped(p *idemrt.Policy) string {
 
 // fullCheck sends real requests to an operation with a header or query
 // key (-full) and says what is wrong, or "" when everything held.
-func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idemrt.Policy) string {
+func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idemrt.Policy, payload []byte) string {
 	path := probePath(op)
 	key := fmt.Sprintf("idemgen-probe-%d", time.Now().UnixNano())
 	send := func(key, body string) (*http.Response, []byte, error) {
-		target := rt.target(path, "")
-		if p.Key == idemrt.KeyFromQuery {
-			target = rt.target(path, url.QueryEscape(p.KeyName)+"="+url.QueryEscape(key))
-		}
-		r, err := http.NewRequestWithContext(ctx, p.Method, target, strings.NewReader(body))
-		if err != nil {
-			return nil, nil, err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		if p.Key == idemrt.KeyFromHeader {
-			r.Header.Set(p.KeyName, key)
-		}
-		for _, h := range rt.header {
-			r.Header.Set(h[0], h[1])
-		}
-		res, err := rt.client.Do(r)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		return res, b, err
+		return rt.send(ctx, p, path, key, body)
 	}
-	body := `{"idemgen_probe":true}`
+	body := string(payload)
 	first, fb, err := send(key, body)
 	if err != nil {
 		return err.Error()
@@ -375,7 +432,7 @@ func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idem
 		if second.Header.Get("Idempotent-Replayed") != "true" || second.StatusCode != first.StatusCode || !bytes.Equal(sb, fb) {
 			return fmt.Sprintf("a retry with the same key got %d (Idempotent-Replayed %q), not the replay of %d", second.StatusCode, second.Header.Get("Idempotent-Replayed"), first.StatusCode)
 		}
-		changed, _, err := send(key, `{"idemgen_probe":false}`)
+		changed, _, err := send(key, string(withProbeMember(payload)))
 		if err != nil {
 			return err.Error()
 		}
@@ -412,6 +469,98 @@ func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idem
 		return fmt.Sprintf("not checked: the first answer, %d, is not one the operation saves (send a valid body? -full sends {\"idemgen_probe\":true})", first.StatusCode)
 	}
 	return ""
+}
+
+// fullCheckBody sends real requests to an operation whose key comes from its
+// body (-full with -body): 4 concurrent copies of body (at most one runs
+// the handler), one more (a replay when an answer was saved) and, for a
+// fields key, body with a member added (422). It says what is wrong, or ""
+// when everything held.
+func fullCheckBody(ctx context.Context, rt *remote, op *generator.Operation, p *idemrt.Policy, body []byte) string {
+	path := probePath(op)
+	send := func(b []byte) (*http.Response, []byte, error) { return rt.send(ctx, p, path, "", string(b)) }
+	type answer struct {
+		res  *http.Response
+		body []byte
+		err  error
+	}
+	answers := make(chan answer, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			res, b, err := send(body)
+			answers <- answer{res, b, err}
+		})
+	}
+	wg.Wait()
+	close(answers)
+	var ran []answer
+	saved := false
+	for a := range answers {
+		if a.err != nil {
+			return a.err.Error()
+		}
+		replayed := a.res.Header.Get("Idempotent-Replayed") == "true"
+		if replayed || p.Save.Saves(a.res.StatusCode) && a.res.StatusCode != http.StatusConflict {
+			saved = true
+		}
+		if !replayed && a.res.StatusCode != http.StatusConflict && p.Save.Saves(a.res.StatusCode) {
+			ran = append(ran, a)
+		}
+	}
+	if len(ran) > 1 {
+		return fmt.Sprintf("%d of 4 concurrent copies of the body ran the handler", len(ran))
+	}
+	if !saved {
+		return "not checked: no answer to the body is one the operation saves (give a -body the handler accepts, with a new key)"
+	}
+	again, ab, err := send(body)
+	if err != nil {
+		return err.Error()
+	}
+	if again.Header.Get("Idempotent-Replayed") != "true" {
+		return fmt.Sprintf("the same body again got %d without Idempotent-Replayed, not a replay", again.StatusCode)
+	}
+	if len(ran) == 1 && (again.StatusCode != ran[0].res.StatusCode || !bytes.Equal(ab, ran[0].body)) {
+		return fmt.Sprintf("the same body again got %d, not the replay of %d", again.StatusCode, ran[0].res.StatusCode)
+	}
+	if p.Key == idemrt.KeyFromFields {
+		changed, _, err := send(withProbeMember(body))
+		if err != nil {
+			return err.Error()
+		}
+		if changed.StatusCode != http.StatusUnprocessableEntity {
+			return fmt.Sprintf("the body with a member added (the same fields key) got %d, not 422", changed.StatusCode)
+		}
+	}
+	return ""
+}
+
+// send sends body to the operation at path with key (in its header or
+// query parameter; none when key is ""), and the -H headers.
+func (rt *remote) send(ctx context.Context, p *idemrt.Policy, path, key, body string) (*http.Response, []byte, error) {
+	target := rt.target(path, "")
+	if p.Key == idemrt.KeyFromQuery && key != "" {
+		target = rt.target(path, url.QueryEscape(p.KeyName)+"="+url.QueryEscape(key))
+	}
+	r, err := http.NewRequestWithContext(ctx, p.Method, target, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	if p.Key == idemrt.KeyFromHeader && key != "" {
+		r.Header.Set(p.KeyName, key)
+	}
+	for _, h := range rt.header {
+		r.Header.Set(h[0], h[1])
+	}
+	res, err := rt.client.Do(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	return res, b, err
 }
 
 // probePath is the operation's first full path with every parameter "1".

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,8 +132,70 @@ func TestProbe(t *testing.T) {
 
 	// -full sends real requests: replay, 422 on a changed body, duplicates.
 	code, out = probe(t, p.base, append(creds(), "-full")...)
-	if code != 0 || strings.Count(out, "-full: replay, 422, duplicates") != 1 || strings.Count(out, "its key comes from the body") != 2 ||
-		!strings.Contains(out, "its key comes from the body") {
+	if code != 0 || strings.Count(out, "-full: replay, 422, duplicates") != 1 || strings.Count(out, "its key comes from the body") != 2 {
 		t.Fatalf("-full against the example: exit %d\n%s", code, out)
 	}
+
+	// With -body, an operation keyed by its body's fields gets real requests
+	// too: 4 concurrent copies of a refund (one runs), the same refund again
+	// (a replay), and the refund with a member added (422).
+	charge := createProbeCharge(t, p.base)
+	refund := filepath.Join(t.TempDir(), "refund.json")
+	if err := os.WriteFile(refund, []byte(`{"charge":"`+charge+`","amount":300}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = probe(t, p.base, append(creds(), "-full", "-body", "createRefund="+refund)...)
+	if code != 0 || strings.Count(out, "-full: replay, 422, duplicates") != 2 || strings.Count(out, "its key comes from the body") != 1 {
+		t.Fatalf("-full -body against the example: exit %d\n%s", code, out)
+	}
+	if n := countRefunds(t, p.base, charge); n != 1 {
+		t.Fatalf("-full -body made %d refunds of the probe's charge, want 1", n)
+	}
+	// A body for an operation the spec does not annotate, or without -full,
+	// is a usage error.
+	if code, out = probe(t, p.base, append(creds(), "-full", "-body", "listCharges="+refund)...); code != 2 {
+		t.Fatalf("-body for an unannotated operation: exit %d\n%s", code, out)
+	}
+	if code, out = probe(t, p.base, append(creds(), "-body", "createRefund="+refund)...); code != 2 {
+		t.Fatalf("-body without -full: exit %d\n%s", code, out)
+	}
+}
+
+// createProbeCharge creates a charge of the probe's merchant and returns
+// its id.
+func createProbeCharge(t *testing.T, base string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/charges", strings.NewReader(`{"amount":1000,"currency":"usd","customer":"cus_probe"}`))
+	req.Header.Set("Authorization", "Bearer acct_probe")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "probe-charge-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var c struct{ ID string }
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || res.StatusCode != 201 || c.ID == "" {
+		t.Fatalf("create charge: %d, %+v, %v", res.StatusCode, c, err)
+	}
+	return c.ID
+}
+
+// countRefunds is how much of charge was refunded, in refunds of 300.
+func countRefunds(t *testing.T, base, charge string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/charges/"+charge, nil)
+	req.Header.Set("Authorization", "Bearer acct_probe")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var c struct {
+		AmountRefunded int `json:"amount_refunded"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || res.StatusCode != 200 {
+		t.Fatalf("get charge: %d, %v", res.StatusCode, err)
+	}
+	return c.AmountRefunded / 300
 }
