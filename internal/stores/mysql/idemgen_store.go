@@ -249,7 +249,6 @@ func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (
 				_ = tx.Rollback()
 			}
 		}
-		began := time.Now()
 		res, err := q.Claim(ctx, arg)
 		if isDeadlock(err) {
 			undo()
@@ -257,16 +256,9 @@ func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (
 		}
 		if inTx && err != nil && (isLockWait(err) || ctx.Err() != nil) {
 			// Another attempt's uncommitted record held the key for as long
-			// as this one would wait. Its holder took the row lock before
-			// this claim began to wait (InnoDB grants a lock in the order it
-			// was asked for) and its lease began with that upsert, so the
-			// lease ends within req.Lease of began: what is left of that is
-			// an upper bound of the holder's lease, for the Retry-After (a
-			// retry after it is not refused for this lease).
+			// as this one would wait.
 			undo()
-			held := busy
-			held.LeaseRemaining = max(req.Lease-time.Since(began), 0)
-			return nil, held, nil
+			return nil, busy, nil
 		}
 		if err != nil {
 			undo()
