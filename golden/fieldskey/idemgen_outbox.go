@@ -152,6 +152,9 @@ func claimLocked(ctx context.Context, conn *sql.Conn, limit int, lease time.Dura
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
+	if rows, err = firstOfTheirKeys(ctx, q, rows); err != nil || len(rows) == 0 {
+		return nil, err
+	}
 	seqs := make([]int64, len(rows))
 	for i, r := range rows {
 		seqs[i] = r.Seq
@@ -160,6 +163,45 @@ func claimLocked(ctx context.Context, conn *sql.Conn, limit int, lease time.Dura
 		return nil, err
 	}
 	return rows, tx.Commit()
+}
+
+// firstOfTheirKeys keeps the selected events whose key's first unsent
+// event is selected too (FirstUnsent says why the selection alone cannot
+// tell), in their order; events with an empty key have no order and stay.
+// The rows dropped are locked but not leased, so the commit frees them.
+func firstOfTheirKeys(ctx context.Context, q *sqlcQueries, rows []sqlcSelectClaimableRow) ([]sqlcSelectClaimableRow, error) {
+	first := map[string]int64{} // the first selected seq of each key
+	var keys [][]byte
+	for _, r := range rows {
+		k := string(r.EventKey)
+		if _, seen := first[k]; k != "" && !seen {
+			first[k] = r.Seq
+			keys = append(keys, r.EventKey)
+		}
+	}
+	if len(keys) == 0 {
+		return rows, nil
+	}
+	unsent, err := q.FirstUnsent(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	behind := map[string]bool{}
+	for _, u := range unsent {
+		if k := string(u.EventKey); u.FirstSeq < first[k] {
+			behind[k] = true
+		}
+	}
+	if len(behind) == 0 {
+		return rows, nil
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		if !behind[string(r.EventKey)] {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
 }
 
 // MarkSent implements idemrt.OutboxStore.

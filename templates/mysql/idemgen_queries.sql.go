@@ -182,6 +182,58 @@ func (q *Queries) DeleteEvents(ctx context.Context, seqs []int64) (int64, error)
 	return result.RowsAffected()
 }
 
+const firstUnsent = `-- name: FirstUnsent :many
+SELECT event_key, CAST(MIN(seq) AS SIGNED) AS first_seq
+FROM idemgen_keys_outbox
+WHERE sent_at IS NULL AND event_key IN (/*SLICE:event_keys*/?)
+GROUP BY event_key
+`
+
+type FirstUnsentRow struct {
+	EventKey []byte
+	FirstSeq int64
+}
+
+// FirstUnsent is the first unsent event of each key, read after
+// SelectClaimable in a statement of its own: under READ COMMITTED the
+// locking read sees rows committed while it ran, but its NOT EXISTS reads
+// the statement's snapshot, so an earlier event of a key committed (or
+// unlocked) during the scan may be missing there while a later one is
+// selected. ClaimEvents drops a key's selected events when its first
+// unsent event is not among them.
+func (q *Queries) FirstUnsent(ctx context.Context, eventKeys [][]byte) ([]FirstUnsentRow, error) {
+	query := firstUnsent
+	var queryParams []interface{}
+	if len(eventKeys) > 0 {
+		for _, v := range eventKeys {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:event_keys*/?", strings.Repeat(",?", len(eventKeys))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:event_keys*/?", "NULL", 1)
+	}
+	rows, err := q.query(ctx, nil, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FirstUnsentRow
+	for rows.Next() {
+		var i FirstUnsentRow
+		if err := rows.Scan(&i.EventKey, &i.FirstSeq); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const leaseEvents = `-- name: LeaseEvents :exec
 UPDATE idemgen_keys_outbox
 SET lease_until = (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) + INTERVAL ? MICROSECOND

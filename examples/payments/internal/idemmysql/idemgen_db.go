@@ -36,6 +36,9 @@ func sqlcPrepare(ctx context.Context, db sqlcDBTX) (*sqlcQueries, error) {
 	if q.deleteEventsStmt, err = db.PrepareContext(ctx, deleteEvents); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteEvents: %w", err)
 	}
+	if q.firstUnsentStmt, err = db.PrepareContext(ctx, firstUnsent); err != nil {
+		return nil, fmt.Errorf("error preparing query FirstUnsent: %w", err)
+	}
 	if q.leaseEventsStmt, err = db.PrepareContext(ctx, leaseEvents); err != nil {
 		return nil, fmt.Errorf("error preparing query LeaseEvents: %w", err)
 	}
@@ -95,6 +98,11 @@ func (q *sqlcQueries) Close() error {
 	if q.deleteEventsStmt != nil {
 		if cerr := q.deleteEventsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteEventsStmt: %w", cerr)
+		}
+	}
+	if q.firstUnsentStmt != nil {
+		if cerr := q.firstUnsentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing firstUnsentStmt: %w", cerr)
 		}
 	}
 	if q.leaseEventsStmt != nil {
@@ -200,6 +208,7 @@ type sqlcQueries struct {
 	claimStmt               *sql.Stmt
 	completeStmt            *sql.Stmt
 	deleteEventsStmt        *sql.Stmt
+	firstUnsentStmt         *sql.Stmt
 	leaseEventsStmt         *sql.Stmt
 	lockOutboxClaimsStmt    *sql.Stmt
 	lookupStmt              *sql.Stmt
@@ -222,6 +231,7 @@ func (q *sqlcQueries) WithTx(tx *sql.Tx) *sqlcQueries {
 		claimStmt:               q.claimStmt,
 		completeStmt:            q.completeStmt,
 		deleteEventsStmt:        q.deleteEventsStmt,
+		firstUnsentStmt:         q.firstUnsentStmt,
 		leaseEventsStmt:         q.leaseEventsStmt,
 		lockOutboxClaimsStmt:    q.lockOutboxClaimsStmt,
 		lookupStmt:              q.lookupStmt,

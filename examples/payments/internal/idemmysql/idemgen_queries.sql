@@ -149,6 +149,19 @@ ORDER BY c.seq
 LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
+-- name: FirstUnsent :many
+-- FirstUnsent is the first unsent event of each key, read after
+-- SelectClaimable in a statement of its own: under READ COMMITTED the
+-- locking read sees rows committed while it ran, but its NOT EXISTS reads
+-- the statement's snapshot, so an earlier event of a key committed (or
+-- unlocked) during the scan may be missing there while a later one is
+-- selected. ClaimEvents drops a key's selected events when its first
+-- unsent event is not among them.
+SELECT event_key, CAST(MIN(seq) AS SIGNED) AS first_seq
+FROM idempotency_keys_outbox
+WHERE sent_at IS NULL AND event_key IN (sqlc.slice(event_keys))
+GROUP BY event_key;
+
 -- name: LeaseEvents :exec
 -- LeaseEvents leases the events SelectClaimable locked.
 UPDATE idempotency_keys_outbox
