@@ -1030,6 +1030,21 @@ var strSafe = func() (t [256]bool) {
 	return t
 }()
 
+// objState is what the end of an object needs from reading its members.
+type objState struct {
+	base, keysBase, foldBase int    // len(c.mem), len(c.keys), len(c.folds) at '{'
+	objStart                 int    // the output's length after '{'
+	bloom                    uint64 // addFold's filter of this object's name hashes
+	// While the keys so far are those of the cached shape for this depth
+	// (sc), shapeOff is the offset of the next one in sc.keys; else -1.
+	sc       *objShape
+	shapeOff int
+	sorted   bool // the members are in order
+	skipped  bool // a member was left out (exclude)
+	allVerb  bool // every member is verbatim (mp.verb)
+	count    int  // members kept
+}
+
 func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	c.depth++
 	if c.depth > maxJSONDepth {
@@ -1038,33 +1053,37 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 	in := c.in
 	c.verbatim(pos, pos+1) // '{'
 	pos++
-	objStart := c.olen()
-	base := len(c.mem)
-	keysBase := len(c.keys)
-	foldBase := len(c.folds)
-	var bloom uint64 // addFold's filter of this object's name hashes
+	st := objState{base: len(c.mem), keysBase: len(c.keys), foldBase: len(c.folds), objStart: c.olen()}
 	pos = skipWS(in, pos)
 	if pos < len(in) && in[pos] == '}' {
 		c.verbatim(pos, pos+1)
 		c.depth--
 		return pos + 1, nil
 	}
-	// While the keys so far are those of the cached shape for this depth,
-	// shapeOff is the offset of the next one in sc.keys; else -1.
-	var sc *objShape
-	shapeOff := -1
-	if c.depth < len(c.shapes) {
-		sc = &c.shapes[c.depth]
-		if len(sc.perm) > 0 {
-			shapeOff = 0
-		}
+	pos, err := c.members(&st, pos, mask, pdepth)
+	if err != nil {
+		return pos, err
 	}
-	sorted := true
-	skipped := false // a member was left out (exclude)
-	count := 0
-	commaPos := 0
+	if err := c.endObject(&st, pos); err != nil {
+		return pos, err
+	}
+	c.verbatim(pos, pos+1) // '}'
+	c.mem = c.mem[:st.base]
+	c.keys = c.keys[:st.keysBase]
+	c.depth--
+	return pos + 1, nil
+}
+
+// members reads an object's members from in[pos] up to its '}', whose
+// position it returns: it writes each to the output and records it in
+// c.mem, or leaves it out if exclude names it. The loop's state is in
+// locals (st is filled in at the end): this is the hot path.
+func (c *canonicalizer) members(st *objState, pos int, mask uint64, pdepth int) (int, error) {
+	in := c.in
+	sc, shapeOff := c.cachedShape()
+	sorted, allVerb := true, true
+	count, commaPos := 0, 0
 	var prev []byte // the previous member's key
-	allVerb := true // every member is verbatim (mp.verb)
 	for {
 		if pos < len(in) && in[pos] != '"' {
 			pos = skipWS(in, pos)
@@ -1073,49 +1092,15 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			return pos, errNotJSON
 		}
 		kq := pos
-		var err error
-		esc := false
-		end := 0
-		fast := false // the key is the next key of the cached shape
-		if shapeOff >= 0 && count < len(sc.kw) && kq+17 <= len(in) {
-			if kw := &sc.kw[count]; kw.matches(in, kq) {
-				fast = true
-				end = kq + int(kw.n) // after `key"`, at the colon
-			}
+		end, ks, ke, esc, fast, err := c.memberKey(sc, shapeOff, count, kq)
+		if err != nil {
+			return end, err
 		}
-		if !fast && count == 0 && c.fold && sc != nil && kq+17 <= len(in) {
-			// The first key is that of the depth's other shape: swap it in.
-			if alt := &c.alts[c.depth]; len(alt.perm) > 0 && alt.kw[0].matches(in, kq) {
-				c.shapes[c.depth], *alt = *alt, c.shapes[c.depth]
-				shapeOff, fast = 0, true
-				end = kq + int(sc.kw[0].n)
-			}
+		if fast && shapeOff < 0 {
+			shapeOff = 0 // the depth's other shape was swapped in
 		}
-		if fast {
-			// end is set
-		} else if kq+17 <= len(in) { // see strStops
-			off, m := kq+1, strStops(binary.LittleEndian.Uint64(in[kq+1:]))
-			if m == 0 {
-				off, m = kq+9, strStops(binary.LittleEndian.Uint64(in[kq+9:]))
-			}
-			if i := off + bits.TrailingZeros64(m)>>3; m != 0 && in[i] == '"' {
-				end = i + 1
-			}
-		}
-		if end == 0 {
-			if end, esc, err = scanString(in, kq); err != nil {
-				return end, err
-			}
-		}
-		ks, ke := kq+1, end-1
 		key := in[ks:ke]
 		if esc {
-			ks = len(c.keys)
-			c.keys, err = unescapeJSON(c.keys, in[kq+1:end-1], false)
-			if err != nil {
-				return end, err
-			}
-			ke = len(c.keys)
 			key = c.keys[ks:ke]
 		}
 		pos = end
@@ -1129,16 +1114,9 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 		var child uint64
 		skip := false
 		if mask != 0 {
-			child, skip = c.exclStep(mask, pdepth, key)
-		}
-		if skip && c.fold {
-			// Left out or not, which of two folded-equal names a struct
-			// field gets depends on their order: a left-out name is checked
-			// too (the others are, at the end, from c.mem).
-			if err := c.addFold(foldBase, &bloom, key, ks, ke, esc); err != nil {
+			if child, skip, err = c.excludeMember(st, mask, pdepth, key, ks, ke, esc); err != nil {
 				return pos, err
 			}
-			skipped = true
 		}
 		comma := 0
 		if count > 0 {
@@ -1146,18 +1124,11 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			c.verbatim(commaPos, commaPos+1)
 		}
 		os := c.olen()
-		verb := false
-		switch {
-		case esc:
-			c.flush()
-			c.out = appendCanonString(c.out, c.keys[ks:ke])
-			c.out = append(c.out, ':')
-		case end+1 == pos:
+		verb := !esc && end+1 == pos
+		if verb {
 			c.verbatim(kq, pos) // compact "key":
-			verb = true
-		default:
-			c.verbatim(kq, end)
-			c.verbatim(pos-1, pos)
+		} else {
+			c.writeKey(kq, end, pos, ks, ke, esc)
 		}
 		flushes := c.flushes
 		differs, differs2 := c.v1differs, c.v2differs
@@ -1173,7 +1144,6 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 			// contiguous input in[kq:pos].
 			verb = verb && flushes == c.flushes
 			allVerb = allVerb && verb
-			n := len(c.mem)
 			if count > 0 && sorted {
 				var cmp int
 				if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && prev[0] < 0x80 && key[0] < 0x80 {
@@ -1187,155 +1157,332 @@ func (c *canonicalizer) object(pos int, mask uint64, pdepth int) (int, error) {
 				sorted = cmp < 0
 			}
 			prev = key
-			if shapeOff >= 0 {
-				if fast {
-					shapeOff += len(key) + 1
-				} else if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
-					shapeOff = e + 1
-				} else {
-					shapeOff = -1
-				}
-			}
-			if n < cap(c.mem) {
-				c.mem = c.mem[:n+1]
-			} else {
-				c.mem = append(c.mem, jsonMember{})
-			}
-			mp := &c.mem[n]
-			mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(c.olen())
-			mp.is, mp.ie, mp.verb = int32(kq), int32(pos), verb
-			mp.arena = esc
+			shapeOff = followShape(sc, shapeOff, key, fast)
+			c.addMember(kq, pos, ks, ke, os, esc, verb)
 			count++
 		}
 		pos = skipWS(in, pos)
 		if pos >= len(in) {
 			return pos, errNotJSON
 		}
-		if in[pos] == ',' {
-			commaPos = pos
-			pos++
-			continue
+		if in[pos] != ',' {
+			break
 		}
-		if in[pos] != '}' {
-			return pos, errNotJSON
-		}
-		break
+		commaPos = pos
+		pos++
 	}
+	if in[pos] != '}' {
+		return pos, errNotJSON
+	}
+	st.sc, st.shapeOff, st.sorted, st.allVerb, st.count = sc, shapeOff, sorted, allVerb, count
+	return pos, nil
+}
+
+// cachedShape returns the cached shape for this depth, if any, and the
+// offset of its first key (-1: no shape to follow).
+func (c *canonicalizer) cachedShape() (*objShape, int) {
+	if c.depth >= len(c.shapes) {
+		return nil, -1
+	}
+	sc := &c.shapes[c.depth]
+	if len(sc.perm) > 0 {
+		return sc, 0
+	}
+	return sc, -1
+}
+
+// memberKey reads the member name whose opening quote is at in[kq], the
+// count'th member kept, matching it against the cached shape sc (followed
+// up to shapeOff) or, for the first one, the depth's other shape. It
+// returns the position after the closing quote (on error, the position
+// to report) and the key bytes: c.keys[ks:ke] if esc (it had escapes and
+// was unescaped), else in[ks:ke]. fast: the key is the next key of the
+// cached shape.
+func (c *canonicalizer) memberKey(sc *objShape, shapeOff, count, kq int) (end, ks, ke int, esc, fast bool, err error) {
+	in := c.in
+	if sc != nil && kq+17 <= len(in) {
+		if shapeOff >= 0 && count < len(sc.kw) && sc.kw[count].matches(in, kq) {
+			end, fast = kq+int(sc.kw[count].n), true // after `key"`, at the colon
+		} else if count == 0 && c.fold {
+			end, fast = c.altShapeKey(kq)
+		}
+	}
+	if !fast && kq+17 <= len(in) { // see strStops
+		off, m := kq+1, strStops(binary.LittleEndian.Uint64(in[kq+1:]))
+		if m == 0 {
+			off, m = kq+9, strStops(binary.LittleEndian.Uint64(in[kq+9:]))
+		}
+		if i := off + bits.TrailingZeros64(m)>>3; m != 0 && in[i] == '"' {
+			end = i + 1
+		}
+	}
+	if end == 0 {
+		end, ks, ke, esc, err = c.scanKey(kq)
+		return end, ks, ke, esc, false, err
+	}
+	return end, kq + 1, end - 1, false, fast, nil
+}
+
+// scanKey reads the member name at in[kq] the slow way, unescaping it
+// into c.keys if it has escapes; its results are memberKey's.
+func (c *canonicalizer) scanKey(kq int) (end, ks, ke int, esc bool, err error) {
+	in := c.in
+	if end, esc, err = scanString(in, kq); err != nil {
+		return end, 0, 0, false, err
+	}
+	if !esc {
+		return end, kq + 1, end - 1, false, nil
+	}
+	ks = len(c.keys)
+	if c.keys, err = unescapeJSON(c.keys, in[kq+1:end-1], false); err != nil {
+		return end, 0, 0, true, err
+	}
+	return end, ks, len(c.keys), true, nil
+}
+
+// altShapeKey checks whether the first name, at in[kq], is the first key
+// of the depth's other shape; if so it swaps that shape in and returns
+// the position after the closing quote and true.
+func (c *canonicalizer) altShapeKey(kq int) (int, bool) {
+	alt := &c.alts[c.depth]
+	if len(alt.perm) == 0 || !alt.kw[0].matches(c.in, kq) {
+		return 0, false
+	}
+	// The first key is that of the depth's other shape: swap it in.
+	c.swapAltShape()
+	return kq + int(c.shapes[c.depth].kw[0].n), true
+}
+
+// swapAltShape swaps the cached shape for this depth with the depth's
+// other one.
+func (c *canonicalizer) swapAltShape() {
+	c.shapes[c.depth], c.alts[c.depth] = c.alts[c.depth], c.shapes[c.depth]
+}
+
+// excludeMember follows the exclude pointers in mask into the member
+// named key (c.keys[ks:ke] if esc, else in[ks:ke]): it returns those that
+// go on into its value, and whether the member itself is left out.
+func (c *canonicalizer) excludeMember(st *objState, mask uint64, pdepth int, key []byte, ks, ke int, esc bool) (uint64, bool, error) {
+	child, skip := c.exclStep(mask, pdepth, key)
+	if skip && c.fold {
+		// Left out or not, which of two folded-equal names a struct
+		// field gets depends on their order: a left-out name is checked
+		// too (the others are, at the end, from c.mem).
+		if err := c.addFold(st.foldBase, &st.bloom, key, ks, ke, esc); err != nil {
+			return child, skip, err
+		}
+		st.skipped = true
+	}
+	return child, skip, nil
+}
+
+// writeKey writes the key at in[kq:end] and the colon at in[pos-1], when
+// they are not the compact input "key": (escapes or whitespace).
+func (c *canonicalizer) writeKey(kq, end, pos, ks, ke int, esc bool) {
+	if esc {
+		c.flush()
+		c.out = appendCanonString(c.out, c.keys[ks:ke])
+		c.out = append(c.out, ':')
+		return
+	}
+	c.verbatim(kq, end)
+	c.verbatim(pos-1, pos)
+}
+
+// addMember records in c.mem the member in[kq:pos], with key bytes ks:ke
+// (in c.keys if arena), written to the output from os.
+func (c *canonicalizer) addMember(kq, pos, ks, ke, os int, arena, verb bool) {
+	n := len(c.mem)
+	if n < cap(c.mem) {
+		c.mem = c.mem[:n+1]
+	} else {
+		c.mem = append(c.mem, jsonMember{})
+	}
+	mp := &c.mem[n]
+	mp.ks, mp.ke, mp.os, mp.oe = int32(ks), int32(ke), int32(os), int32(c.olen())
+	mp.is, mp.ie, mp.verb = int32(kq), int32(pos), verb
+	mp.arena = arena
+}
+
+// followShape returns the offset in sc.keys after key if key is the next
+// key of the cached shape (fast: already matched), else -1.
+func followShape(sc *objShape, shapeOff int, key []byte, fast bool) int {
+	if shapeOff < 0 {
+		return -1
+	}
+	if fast {
+		return shapeOff + len(key) + 1
+	}
+	if e := shapeOff + len(key); e < len(sc.keys) && sc.keys[e] == 0xff && string(sc.keys[shapeOff:e]) == string(key) {
+		return e + 1
+	}
+	return -1
+}
+
+// endObject, at the object's '}' (in[pos]), runs the fold check on its
+// names and writes its members in sorted order.
+func (c *canonicalizer) endObject(st *objState, pos int) error {
+	sc := st.sc
 	// hit: the same keys in the same order as the cached shape.
-	hit := shapeOff >= 0 && shapeOff == len(sc.keys) && count == len(sc.perm)
+	hit := st.shapeOff >= 0 && st.shapeOff == len(sc.keys) && st.count == len(sc.perm)
 	if c.fold {
-		// A shape that passed the fold check passes it again.
-		if !hit || !sc.foldOK || skipped {
-			for i := base; i < len(c.mem); i++ {
-				m := &c.mem[i]
-				if err := c.addFold(foldBase, &bloom, c.keyBytes(m), int(m.ks), int(m.ke), m.arena); err != nil {
-					return pos, err
-				}
-			}
-		}
-		if err := c.endFolds(foldBase); err != nil {
-			return pos, err
+		if err := c.checkObjectFolds(st, hit); err != nil {
+			return err
 		}
 	}
-	if !sorted {
-		ms := c.mem[base:]
-		var perm []int32 // nil: ms itself is sorted
-		if hit {
-			// The same keys in the same order as the cached shape (whose
-			// keys were checked for duplicates when it was cached).
-			perm = sc.perm
-		} else {
-			if sc != nil {
-				if c.fold {
-					// Keep the shape this one replaces as the other one.
-					c.shapes[c.depth], c.alts[c.depth] = c.alts[c.depth], c.shapes[c.depth]
-				}
-				sc.keys = sc.keys[:0]
-				sc.kw = sc.kw[:0]
-				for i := range ms {
-					k := c.keyBytes(&ms[i])
-					sc.keys = append(sc.keys, k...)
-					sc.keys = append(sc.keys, 0xff)
-					sc.kw = append(sc.kw, makeKeyWords(k))
-					ms[i].idx = int32(i)
-				}
+	if !st.sorted {
+		return c.sortObject(st, hit, pos)
+	}
+	if c.fold && sc != nil && !hit && st.count > 1 {
+		c.cacheSortedShape(st)
+	}
+	return nil
+}
+
+// checkObjectFolds refuses (errFoldedDuplicate) an object with two names,
+// left-out ones included, equal under encoding/json's case folding.
+func (c *canonicalizer) checkObjectFolds(st *objState, hit bool) error {
+	// A shape that passed the fold check passes it again.
+	if !hit || !st.sc.foldOK || st.skipped {
+		for i := st.base; i < len(c.mem); i++ {
+			m := &c.mem[i]
+			if err := c.addFold(st.foldBase, &st.bloom, c.keyBytes(m), int(m.ks), int(m.ke), m.arena); err != nil {
+				return err
 			}
-			c.sortMembers(ms)
-			for i := 1; i < len(ms); i++ {
-				if c.cmpMember(&ms[i-1], &ms[i]) == 0 {
-					if sc != nil {
-						sc.perm = sc.perm[:0]
-						sc.keys = sc.keys[:0]
-					}
-					return pos, errNotJSON
-				}
-			}
+		}
+	}
+	return c.endFolds(st.foldBase)
+}
+
+// sortObject rewrites the members of an object that is not in order
+// (its '}' at in[pos]) in sorted order.
+func (c *canonicalizer) sortObject(st *objState, hit bool, pos int) error {
+	ms := c.mem[st.base:]
+	var perm []int32 // nil: ms itself is sorted
+	if hit {
+		// The same keys in the same order as the cached shape (whose
+		// keys were checked for duplicates when it was cached).
+		perm = st.sc.perm
+	} else if err := c.sortNewShape(st, ms); err != nil {
+		return err
+	}
+	if st.allVerb {
+		c.writeSortedFromInput(ms, perm, st.objStart)
+	} else {
+		c.writeSortedFromOutput(ms, perm, st.objStart)
+	}
+	c.vs, c.ve = pos, pos
+	return nil
+}
+
+// sortNewShape sorts ms, refusing duplicate keys, and caches the object's
+// shape for this depth: its keys in document order and the permutation
+// that sorts them.
+func (c *canonicalizer) sortNewShape(st *objState, ms []jsonMember) error {
+	sc := st.sc
+	if sc != nil {
+		if c.fold {
+			// Keep the shape this one replaces as the other one.
+			c.swapAltShape()
+		}
+		c.cacheShapeKeys(sc, ms)
+		for i := range ms {
+			ms[i].idx = int32(i)
+		}
+	}
+	c.sortMembers(ms)
+	for i := 1; i < len(ms); i++ {
+		if c.cmpMember(&ms[i-1], &ms[i]) == 0 {
 			if sc != nil {
 				sc.perm = sc.perm[:0]
-				for i := range ms {
-					sc.perm = append(sc.perm, ms[i].idx)
-				}
-				sc.foldOK = c.fold && !skipped
+				sc.keys = sc.keys[:0]
 			}
+			return errNotJSON
 		}
-		if allVerb {
-			// Drop the members from the output and copy them from the
-			// input in sorted order.
-			if d := c.olen() - objStart; d <= c.ve-c.vs {
-				c.ve -= d
-			} else {
-				c.ve = c.vs
-				c.out = c.out[:objStart]
-			}
-			c.flush()
-			for i := range ms {
-				m := &ms[i]
-				if perm != nil {
-					m = &ms[perm[i]]
-				}
-				if i > 0 {
-					c.out = append(c.out, ',')
-				}
-				c.out = append(c.out, in[m.is:m.ie]...)
-			}
-		} else {
-			c.flush()
-			c.scratch = append(c.scratch[:0], c.out[objStart:]...)
-			out := c.out
-			o := objStart
-			for i := range ms {
-				m := &ms[i]
-				if perm != nil {
-					m = &ms[perm[i]]
-				}
-				if i > 0 {
-					out[o] = ','
-					o++
-				}
-				o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
-			}
-			c.out = out[:o]
-		}
-		c.vs, c.ve = pos, pos
-	} else if c.fold && sc != nil && !hit && count > 1 {
-		// Cache a sorted shape too (identity order), for the fold check:
-		// an array of same-shaped sorted records checks its names once.
-		c.shapes[c.depth], c.alts[c.depth] = c.alts[c.depth], c.shapes[c.depth]
-		sc.keys, sc.kw, sc.perm = sc.keys[:0], sc.kw[:0], sc.perm[:0]
-		for i := base; i < len(c.mem); i++ {
-			k := c.keyBytes(&c.mem[i])
-			sc.keys = append(sc.keys, k...)
-			sc.keys = append(sc.keys, 0xff)
-			sc.kw = append(sc.kw, makeKeyWords(k))
-			sc.perm = append(sc.perm, int32(i-base))
-		}
-		sc.foldOK = !skipped
 	}
-	c.verbatim(pos, pos+1) // '}'
-	c.mem = c.mem[:base]
-	c.keys = c.keys[:keysBase]
-	c.depth--
-	return pos + 1, nil
+	if sc != nil {
+		sc.perm = sc.perm[:0]
+		for i := range ms {
+			sc.perm = append(sc.perm, ms[i].idx)
+		}
+		sc.foldOK = c.fold && !st.skipped
+	}
+	return nil
+}
+
+// cacheSortedShape caches the shape of a sorted object too (identity
+// order), for the fold check: an array of same-shaped sorted records
+// checks its names once.
+func (c *canonicalizer) cacheSortedShape(st *objState) {
+	sc := st.sc
+	c.swapAltShape()
+	ms := c.mem[st.base:]
+	c.cacheShapeKeys(sc, ms)
+	sc.perm = sc.perm[:0]
+	for i := range ms {
+		sc.perm = append(sc.perm, int32(i))
+	}
+	sc.foldOK = !st.skipped
+}
+
+// cacheShapeKeys sets sc's keys, and their compact input forms, to those
+// of ms in document order.
+func (c *canonicalizer) cacheShapeKeys(sc *objShape, ms []jsonMember) {
+	sc.keys, sc.kw = sc.keys[:0], sc.kw[:0]
+	for i := range ms {
+		k := c.keyBytes(&ms[i])
+		sc.keys = append(sc.keys, k...)
+		sc.keys = append(sc.keys, 0xff)
+		sc.kw = append(sc.kw, makeKeyWords(k))
+	}
+}
+
+// writeSortedFromInput replaces the object's members in the output (from
+// objStart), all of them verbatim, with their input text in sorted order
+// (perm, or ms's own order if nil).
+func (c *canonicalizer) writeSortedFromInput(ms []jsonMember, perm []int32, objStart int) {
+	// Drop the members from the output and copy them from the
+	// input in sorted order.
+	if d := c.olen() - objStart; d <= c.ve-c.vs {
+		c.ve -= d
+	} else {
+		c.ve = c.vs
+		c.out = c.out[:objStart]
+	}
+	c.flush()
+	in := c.in
+	for i := range ms {
+		m := &ms[i]
+		if perm != nil {
+			m = &ms[perm[i]]
+		}
+		if i > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, in[m.is:m.ie]...)
+	}
+}
+
+// writeSortedFromOutput reorders the object's members in the output (from
+// objStart) into sorted order (perm, or ms's own order if nil), through
+// c.scratch.
+func (c *canonicalizer) writeSortedFromOutput(ms []jsonMember, perm []int32, objStart int) {
+	c.flush()
+	c.scratch = append(c.scratch[:0], c.out[objStart:]...)
+	out := c.out
+	o := objStart
+	for i := range ms {
+		m := &ms[i]
+		if perm != nil {
+			m = &ms[perm[i]]
+		}
+		if i > 0 {
+			out[o] = ','
+			o++
+		}
+		o += copy(out[o:], c.scratch[int(m.os)-objStart:int(m.oe)-objStart])
+	}
+	c.out = out[:o]
 }
 
 // exclStep follows the exclude pointers active in mask (those whose first
