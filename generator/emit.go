@@ -25,29 +25,68 @@ func emitPolicies(m *Model, version string) ([]byte, error) {
 	for _, o := range m.Operations {
 		emitPolicyVar(f, o)
 	}
+	emitPoliciesFunc(f, m.Operations)
 
+	routed, unrouted := splitRouted(m.Operations)
+	served := servedPolicies(routed, unrouted)
+	emitMiddleware(f, routed, unrouted, served)
+	emitCheckCoverage(f, unrouted, served)
+	if len(unrouted) > 0 && len(routed) > 0 {
+		emitRoutedPolicies(f, unrouted)
+	}
+	for _, o := range m.Operations {
+		emitWrap(f, o)
+	}
+	return renderPolicies(f, version)
+}
+
+// emitPoliciesFunc emits Policies, which lists every operation's policy.
+func emitPoliciesFunc(f *jen.File, ops []*Operation) {
 	f.Comment("Policies returns every policy of this package, in the order of their Go names.")
 	f.Comment("The slice is new on each call; the policies are shared.")
 	f.Func().Id("Policies").Params().Index().Op("*").Qual(runtimePath, "Policy").Block(
 		jen.Return(jen.Index().Op("*").Qual(runtimePath, "Policy").ValuesFunc(func(g *jen.Group) {
-			for _, o := range m.Operations {
+			for _, o := range ops {
 				g.Line().Id(o.GoName + "Policy")
 			}
-			if len(m.Operations) > 0 {
+			if len(ops) > 0 {
 				g.Line()
 			}
 		})),
 	)
 	f.Line()
+}
 
-	var routed, unrouted []*Operation
-	for _, o := range m.Operations {
+// splitRouted separates the operations that have a route of their own from
+// the webhooks and callbacks, keeping their order.
+func splitRouted(ops []*Operation) (routed, unrouted []*Operation) {
+	for _, o := range ops {
 		if o.Routed() {
 			routed = append(routed, o)
 		} else {
 			unrouted = append(unrouted, o)
 		}
 	}
+	return routed, unrouted
+}
+
+// servedPolicies returns the expression for the policies Middleware and
+// CheckCoverage serve: nil when none is routed.
+func servedPolicies(routed, unrouted []*Operation) *jen.Statement {
+	// Middleware and CheckCoverage take their policies from Policies: all
+	// of them, or, when some are webhooks' or callbacks', routedPolicies.
+	// With none routed, there is nothing to serve.
+	switch {
+	case len(routed) == 0:
+		return jen.Nil()
+	case len(unrouted) > 0:
+		return jen.Id("routedPolicies").Call()
+	}
+	return jen.Id("Policies").Call()
+}
+
+// emitMiddleware emits Middleware, which serves the policies of served.
+func emitMiddleware(f *jen.File, routed, unrouted []*Operation, served *jen.Statement) {
 	f.Comment("Middleware returns net/http middleware that matches each request to its")
 	f.Comment("operation by method and path template and applies the operation's policy.")
 	f.Comment("Requests of other routes pass through untouched.")
@@ -64,24 +103,19 @@ func emitPolicies(m *Model, version string) ([]byte, error) {
 		f.Comment("Webhooks and callbacks have no route of their own: wrap their handlers")
 		f.Comment("with their Wrap functions instead.")
 	}
-	// Middleware and CheckCoverage take their policies from Policies: all
-	// of them, or, when some are webhooks' or callbacks', routedPolicies.
-	// With none routed, there is nothing to serve.
-	served := jen.Id("Policies").Call()
-	mwArgs := []jen.Code{jen.Id("opts"), served.Clone().Op("...")}
-	switch {
-	case len(routed) == 0:
-		served, mwArgs = jen.Nil(), []jen.Code{jen.Id("opts")}
-	case len(unrouted) > 0:
-		served = jen.Id("routedPolicies").Call()
-		mwArgs = []jen.Code{jen.Id("opts"), served.Clone().Op("...")}
+	mwArgs := []jen.Code{jen.Id("opts")}
+	if len(routed) > 0 {
+		mwArgs = append(mwArgs, served.Clone().Op("..."))
 	}
 	f.Func().Id("Middleware").Params(jen.Id("opts").Qual(runtimePath, "Options")).Params(
 		jen.Func().Params(jen.Qual("net/http", "Handler")).Qual("net/http", "Handler"), jen.Error(),
 	).Block(
 		jen.Return(jen.Qual(runtimePath, "NewMiddleware").Call(mwArgs...)),
 	)
+}
 
+// emitCheckCoverage emits CheckCoverage, which probes the policies of served.
+func emitCheckCoverage(f *jen.File, unrouted []*Operation, served *jen.Statement) {
 	f.Line()
 	f.Comment("CheckCoverage proves, in a test, that h (the whole handler stack your server")
 	f.Comment("runs) sends every operation of Middleware through the idempotency middleware:")
@@ -97,38 +131,46 @@ func emitPolicies(m *Model, version string) ([]byte, error) {
 	).Error().Block(
 		jen.Return(jen.Qual(runtimePath, "CheckCoverage").Call(jen.Id("h"), served.Clone(), jen.Id("opts"))),
 	)
+}
 
-	if len(unrouted) > 0 && len(routed) > 0 {
-		f.Line()
-		f.Comment("routedPolicies returns the policies of Policies that have a route of their own:")
-		f.Comment("all but those of the webhooks and callbacks.")
-		f.Func().Id("routedPolicies").Params().Index().Op("*").Qual(runtimePath, "Policy").Block(
-			jen.Return(jen.Qual("slices", "DeleteFunc").Call(
-				jen.Id("Policies").Call(),
-				jen.Func().Params(jen.Id("p").Op("*").Qual(runtimePath, "Policy")).Bool().Block(
-					jen.Switch(jen.Id("p")).Block(
-						jen.CaseFunc(func(g *jen.Group) {
-							for _, o := range unrouted {
-								g.Id(o.GoName + "Policy")
-							}
-						}).Block(jen.Return(jen.True())),
-					),
-					jen.Return(jen.False()),
+// emitRoutedPolicies emits routedPolicies, which is Policies without the
+// policies of unrouted.
+func emitRoutedPolicies(f *jen.File, unrouted []*Operation) {
+	f.Line()
+	f.Comment("routedPolicies returns the policies of Policies that have a route of their own:")
+	f.Comment("all but those of the webhooks and callbacks.")
+	f.Func().Id("routedPolicies").Params().Index().Op("*").Qual(runtimePath, "Policy").Block(
+		jen.Return(jen.Qual("slices", "DeleteFunc").Call(
+			jen.Id("Policies").Call(),
+			jen.Func().Params(jen.Id("p").Op("*").Qual(runtimePath, "Policy")).Bool().Block(
+				jen.Switch(jen.Id("p")).Block(
+					jen.CaseFunc(func(g *jen.Group) {
+						for _, o := range unrouted {
+							g.Id(o.GoName + "Policy")
+						}
+					}).Block(jen.Return(jen.True())),
 				),
-			)),
-		)
-	}
+				jen.Return(jen.False()),
+			),
+		)),
+	)
+}
 
-	for _, o := range m.Operations {
-		f.Line()
-		f.Commentf("Wrap%s wraps h, the handler of %s, with %sPolicy.", o.GoName, opTitle(o), o.GoName)
-		f.Func().Id("Wrap"+o.GoName).Params(
-			jen.Id("opts").Qual(runtimePath, "Options"), jen.Id("h").Qual("net/http", "Handler"),
-		).Params(jen.Qual("net/http", "Handler"), jen.Error()).Block(
-			jen.Return(jen.Qual(runtimePath, "Wrap").Call(jen.Id("opts"), jen.Id(o.GoName+"Policy"), jen.Id("h"))),
-		)
-	}
+// emitWrap emits Wrap<GoName>, which wraps one operation's handler with its
+// policy.
+func emitWrap(f *jen.File, o *Operation) {
+	f.Line()
+	f.Commentf("Wrap%s wraps h, the handler of %s, with %sPolicy.", o.GoName, opTitle(o), o.GoName)
+	f.Func().Id("Wrap"+o.GoName).Params(
+		jen.Id("opts").Qual(runtimePath, "Options"), jen.Id("h").Qual("net/http", "Handler"),
+	).Params(jen.Qual("net/http", "Handler"), jen.Error()).Block(
+		jen.Return(jen.Qual(runtimePath, "Wrap").Call(jen.Id("opts"), jen.Id(o.GoName+"Policy"), jen.Id("h"))),
+	)
+}
 
+// renderPolicies renders f after the generated-code marker of version,
+// with the standard library's imports grouped apart.
+func renderPolicies(f *jen.File, version string) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", PoliciesFile, err)

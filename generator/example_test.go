@@ -35,6 +35,7 @@ paths:
 	// idemgen_codec.go
 	// idemgen_db.go
 	// idemgen_outbox.go
+	// idemgen_outbox_codec.go
 	// idemgen_policies.go
 	// idemgen_queries.sql
 	// idemgen_queries.sql.go

@@ -356,52 +356,101 @@ func mutating(method string) bool {
 // has none, is x-idempotent: false, or has errors.
 func (b *builder) operation(r *opRef) *Operation {
 	errsBefore := len(b.d.list)
-	b.checkExtNames(r.op.Extensions, r.keys, "operation "+describeRef(r), extEffect(true))
-	if _, ok := r.op.Extensions[extDefaults]; ok {
-		b.d.add(b.at(r.field(extDefaults)...), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
-	}
-	raw, ok := r.op.Extensions[extOp]
-	if !ok && (r.kind != InPaths || !mutating(r.method)) {
+	src, found := b.annotationSource(r)
+	if !found {
 		return nil
 	}
-	base := b.at(r.field(extOp)...)
-	if !ok {
-		b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Severity: SeverityFinding, Msg: fmt.Sprintf(
-			"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
-		if b.cfg.AnnotateMutating == nil {
-			return nil
-		}
-		if b.streamingSkipped(r) {
-			return nil
-		}
-		if q := pathQuery(r); q != "" {
-			b.w.addAs(SeverityWarning, b.at("paths", r.path), "-annotate-mutating: %s%s left unannotated: its path key holds a query string or fragment (%s), which no request's path does, so its policy could never match",
-				describeRef(r), opIDSuffix(r.op.OperationID), q)
-			return nil
-		}
-		raw, base = b.cfg.AnnotateMutating, b.at(r.keys...)
-		if len(b.cfg.AnnotateMutating) == 0 {
-			raw = true
-		}
-	}
-	at := b.locator(r.field(extOp))
-	if !ok {
-		at = func(...string) Pos { return base }
-	}
-	if m, isMap := raw.(map[string]any); ok && isMap && m[optOutField] != nil {
-		b.optOut(r, m, at)
+	if m, isMap := src.raw.(map[string]any); src.written && isMap && m[optOutField] != nil {
+		b.optOut(r, m, src.at)
 		return nil
 	}
-	a := decodeAnnotation(extOp, raw, at, &b.d)
+	a := decodeAnnotation(extOp, src.raw, src.at, &b.d)
 	if a == nil {
-		b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Pos: base})
+		b.optOuts = append(b.optOuts, &OptOut{Kind: r.kind, Method: r.method, Path: r.path, OperationID: r.op.OperationID, Pos: src.base})
 		return nil
 	}
 	if q := pathQuery(r); q != "" {
 		b.d.add(b.at("paths", r.path), "%s %s%s: the path key holds a query string or fragment (%s), which no request's path does: the policy would never match and the route would run unprotected; write the path without it (%s), one path per route",
 			r.method, r.path, opIDSuffix(r.op.OperationID), q, strings.TrimSuffix(r.path, q))
 	}
+	o := b.newOperation(r, src.base)
+	if o == nil {
+		return nil
+	}
+	m, anon := b.applyLayers(o, src, a)
+	b.checkPolicy(r, o, m)
+	if o.Scope == o.ID() {
+		o.Scope = ""
+	}
+	b.resolvePrincipal(r, o, anon)
+	b.resolveFromSpec(r, o)
+	if len(b.d.list) == errsBefore {
+		// What the middleware would refuse that the checks above let
+		// through: the runtime's own validators decide.
+		b.checkRuntime(r, o, m, src.at)
+	}
+	// An operation with errors is returned too, so that its name and
+	// route are checked against the others in the same run (the model is
+	// not emitted when there are errors).
+	return o
+}
 
+// opSource is the annotation an operation is built from, and where it is.
+type opSource struct {
+	raw any
+	// base is the operation's x-idempotent key (or the operation, for
+	// -annotate-mutating); at locates the annotation's fields.
+	base Pos
+	at   locator
+	// written: the annotation is in the spec (not -annotate-mutating's).
+	written bool
+}
+
+// annotationSource checks the operation's extensions and finds the
+// annotation to decode: its x-idempotent, or -annotate-mutating's for an
+// unannotated mutating operation; false when there is none.
+func (b *builder) annotationSource(r *opRef) (opSource, bool) {
+	b.checkExtNames(r.op.Extensions, r.keys, "operation "+describeRef(r), extEffect(true))
+	if _, ok := r.op.Extensions[extDefaults]; ok {
+		b.d.add(b.at(r.field(extDefaults)...), "%s belongs at the document root; on an operation use %s", extDefaults, extOp)
+	}
+	if raw, ok := r.op.Extensions[extOp]; ok {
+		return opSource{raw: raw, base: b.at(r.field(extOp)...), at: b.locator(r.field(extOp)), written: true}, true
+	}
+	if r.kind != InPaths || !mutating(r.method) {
+		return opSource{}, false
+	}
+	return b.unannotatedSource(r)
+}
+
+// unannotatedSource records an unannotated mutating operation's finding
+// and gives it -annotate-mutating's annotation, when that is set and can
+// apply.
+func (b *builder) unannotatedSource(r *opRef) (opSource, bool) {
+	b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Severity: SeverityFinding, Msg: fmt.Sprintf(
+		"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
+	if b.cfg.AnnotateMutating == nil {
+		return opSource{}, false
+	}
+	if b.streamingSkipped(r) {
+		return opSource{}, false
+	}
+	if q := pathQuery(r); q != "" {
+		b.w.addAs(SeverityWarning, b.at("paths", r.path), "-annotate-mutating: %s%s left unannotated: its path key holds a query string or fragment (%s), which no request's path does, so its policy could never match",
+			describeRef(r), opIDSuffix(r.op.OperationID), q)
+		return opSource{}, false
+	}
+	var raw any = b.cfg.AnnotateMutating
+	if len(b.cfg.AnnotateMutating) == 0 {
+		raw = true
+	}
+	base := b.at(r.keys...)
+	return opSource{raw: raw, base: base, at: func(...string) Pos { return base }}, true
+}
+
+// newOperation is the operation with the contract's defaults, named and
+// placed; nil (with an error) when no Go name can be made of it.
+func (b *builder) newOperation(r *opRef, base Pos) *Operation {
 	o := &Operation{
 		Policy: idemrt.Policy{
 			Method:           r.method,
@@ -437,80 +486,109 @@ func (b *builder) operation(r *opRef) *Operation {
 		o.ParentOp = r.parent.op.OperationID
 		o.ParentMethod, o.ParentPath = r.parent.method, r.parent.path
 	}
+	return o
+}
 
+// anonSource is where a written principal: anonymous came from, for the
+// warning on an operation that authenticates its callers; from is empty
+// when the principal is not a written anonymous.
+type anonSource struct {
+	at   Pos
+	from string
+}
+
+// applyLayers sets the operation's fields from the document's defaults,
+// then from its own annotation.
+func (b *builder) applyLayers(o *Operation, src opSource, a *annotation) (*merged, anonSource) {
 	// Defaults first, then the operation's own fields.
-	m := &merged{base: base, layers: []*annotation{b.defaults, a}, written: ok}
-	var anonAt Pos
-	var anonFrom string
+	m := &merged{base: src.base, layers: []*annotation{b.defaults, a}, written: src.written}
+	var anon anonSource
 	for _, layer := range m.layers {
 		if layer == nil {
 			continue
 		}
-		if k := layer.key; k != nil {
-			m.key = k
-			o.Key, o.KeyName, o.KeyFields = k.source, k.name, k.fields
+		applyLayer(o, m, layer)
+		if layer.principal == nil {
+			continue
 		}
-		if layer.required != nil {
-			o.Optional = !*layer.required
-		}
-		if layer.scope != nil {
-			o.Scope = *layer.scope
-		}
-		if layer.principal != nil {
-			o.Principal = *layer.principal
-			// Where a written anonymous came from, for the warning below
-			// (-annotate-mutating's is the user's flag, not the spec's).
-			switch {
-			case o.Principal != PrincipalAnonymous || (layer == a && !ok):
-				anonAt, anonFrom = Pos{}, ""
-			case layer == a:
-				anonAt, anonFrom = at("principal"), extOp
-			default:
-				anonAt, anonFrom = base, extDefaults
-			}
-		}
-		if f := layer.fingerprint; f != nil {
-			m.fingerprint = f
-			o.FingerprintInclude, o.FingerprintExclude = f.include, f.exclude
-		}
-		if layer.ttl != nil {
-			o.TTL = layer.ttl.d
-		}
-		if layer.lease != nil {
-			o.Lease = layer.lease.d
-		}
-		if layer.wait != nil {
-			o.Wait = layer.wait.d
-		}
-		if layer.replaySet {
-			o.ReplayHeaders = layer.replayHeaders
-		}
-		if layer.save != nil {
-			o.Save = *layer.save
-		}
-		if layer.maxResponse != nil {
-			o.MaxResponseBytes = *layer.maxResponse
-		}
-		if layer.maxRequest != nil {
-			o.MaxRequestBytes = *layer.maxRequest
-		}
-		if layer.transactional != nil {
-			o.Transactional = *layer.transactional
+		// Where a written anonymous came from, for the warning in
+		// resolvePrincipal (-annotate-mutating's is the user's flag, not
+		// the spec's).
+		switch {
+		case o.Principal != PrincipalAnonymous || (layer == a && !src.written):
+			anon = anonSource{}
+		case layer == a:
+			anon = anonSource{at: src.at("principal"), from: extOp}
+		default:
+			anon = anonSource{at: src.base, from: extDefaults}
 		}
 	}
-	b.checkPolicy(r, o, m)
-	if o.Scope == o.ID() {
-		o.Scope = ""
+	return m, anon
+}
+
+// applyLayer sets the fields one annotation layer writes, over the
+// layers before it.
+func applyLayer(o *Operation, m *merged, layer *annotation) {
+	if k := layer.key; k != nil {
+		m.key = k
+		o.Key, o.KeyName, o.KeyFields = k.source, k.name, k.fields
 	}
+	if layer.required != nil {
+		o.Optional = !*layer.required
+	}
+	if layer.scope != nil {
+		o.Scope = *layer.scope
+	}
+	if layer.principal != nil {
+		o.Principal = *layer.principal
+	}
+	if f := layer.fingerprint; f != nil {
+		m.fingerprint = f
+		o.FingerprintInclude, o.FingerprintExclude = f.include, f.exclude
+	}
+	if layer.ttl != nil {
+		o.TTL = layer.ttl.d
+	}
+	if layer.lease != nil {
+		o.Lease = layer.lease.d
+	}
+	if layer.wait != nil {
+		o.Wait = layer.wait.d
+	}
+	if layer.replaySet {
+		o.ReplayHeaders = layer.replayHeaders
+	}
+	if layer.save != nil {
+		o.Save = *layer.save
+	}
+	if layer.maxResponse != nil {
+		o.MaxResponseBytes = *layer.maxResponse
+	}
+	if layer.maxRequest != nil {
+		o.MaxRequestBytes = *layer.maxRequest
+	}
+	if layer.transactional != nil {
+		o.Transactional = *layer.transactional
+	}
+}
+
+// resolvePrincipal defaults an unset principal from the operation's
+// security, and warns of a written anonymous on one that authenticates.
+func (b *builder) resolvePrincipal(r *opRef, o *Operation, anon anonSource) {
 	if o.Principal == 0 {
 		o.Principal = PrincipalAnonymous
 		if b.secured(r) {
 			o.Principal = PrincipalAuth
 		}
-	} else if anonFrom != "" && b.secured(r) {
-		b.w.addAs(SeverityWarning, anonAt, "%s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
-			extOp, anonFrom, describeRef(r))
+	} else if anon.from != "" && b.secured(r) {
+		b.w.addAs(SeverityWarning, anon.at, "%s: principal anonymous (from %s) on %s, which authenticates its callers: they share one key space, so a caller who sends another caller's key is answered with that caller's saved response; leave principal out (an authenticated operation defaults to auth) unless that is what you want",
+			extOp, anon.from, describeRef(r))
 	}
+}
+
+// resolveFromSpec fills what the rest of the spec decides: the auth
+// challenges, the replayed headers, the base paths.
+func (b *builder) resolveFromSpec(r *opRef, o *Operation) {
 	if o.Principal == PrincipalAuth {
 		o.Challenges = b.challenges(r)
 	}
@@ -518,15 +596,6 @@ func (b *builder) operation(r *opRef) *Operation {
 	if r.kind == InPaths {
 		o.BasePaths = b.basePaths(r)
 	}
-	if len(b.d.list) == errsBefore {
-		// What the middleware would refuse that the checks above let
-		// through: the runtime's own validators decide.
-		b.checkRuntime(r, o, m, at)
-	}
-	// An operation with errors is returned too, so that its name and
-	// route are checked against the others in the same run (the model is
-	// not emitted when there are errors).
-	return o
 }
 
 // optOutField is the field of an opt-out with its reason:

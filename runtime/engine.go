@@ -220,58 +220,81 @@ func (e *engine) logAt(ctx context.Context, level slog.Level, msg string, op *op
 	e.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// serve runs one request of a protected operation (CONTRACT §2-§4).
-func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, params []string) {
-	ctx := r.Context()
+// report calls hook with ev and logs msg at level, for op and ev.Key: the
+// event and the log line that go together.
+func (e *engine) report(ctx context.Context, hook func(context.Context, Event), ev Event, level slog.Level, msg string, op *operation, attrs ...slog.Attr) {
+	e.event(ctx, hook, ev)
+	e.logAt(ctx, level, msg, op, ev.Key, attrs...)
+}
 
-	// 1. A key from a header or the query; an optional key that is absent
-	// lets the request run unprotected.
-	var rawKey string
-	switch op.key {
-	case KeyFromHeader:
-		vs := r.Header[op.keyName]
-		if len(vs) > 1 {
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, "the "+op.keyName+" header appears more than once", 0, false)
-			return
-		}
-		if len(vs) == 0 {
-			if op.optional {
-				next.ServeHTTP(w, r)
-				return
-			}
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation requires an idempotency key in the "+op.keyName+" header", 0, false)
-			return
-		}
-		rawKey = vs[0]
-	case KeyFromQuery:
-		v, n := queryValue(r.URL.RawQuery, op.keyName)
-		if n > 1 {
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, "the query parameter "+op.keyName+" appears more than once", 0, false)
-			return
-		}
-		if n == 0 {
-			if op.optional {
-				next.ServeHTTP(w, r)
-				return
-			}
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation requires an idempotency key in the query parameter "+op.keyName, 0, false)
-			return
-		}
-		rawKey = v
+// refusal is a problem response (problem.go) that the engine writes instead
+// of running the handler or replaying. The zero value refuses nothing.
+type refusal struct {
+	status     int
+	typ        string
+	detail     string
+	retryAfter int      // seconds; 0 for no Retry-After
+	challenges []string // WWW-Authenticate values (a 401)
+}
+
+// write writes the refusal to w.
+func (f refusal) write(w http.ResponseWriter) {
+	for _, c := range f.challenges {
+		w.Header().Add("WWW-Authenticate", c)
+	}
+	writeProblem(w, f.status, f.typ, f.detail, f.retryAfter, false)
+}
+
+// claimInput is what preparation hands the claim: the claim request, and
+// the body, which a record saved under an older fingerprint version is
+// compared with (fingerprintDiffers) along with the fingerprint's inputs.
+// Those inputs (fpInput) travel apart: escape analysis does not tell a
+// struct's fields apart, and in one struct with the request and the body,
+// which go to the heap, they would take the path parameters (on the
+// router's stack) with them.
+type claimInput struct {
+	req  ClaimRequest
+	body []byte
+	// bp is body's pooled buffer, set once the body is read (also when it
+	// is then refused); serve returns it when the request is done.
+	bp *[]byte
+}
+
+// serve runs one request of a protected operation (CONTRACT §2-§4):
+// preparation, then the claim, unless preparation refused the request or
+// let it run unprotected. Every refusal of serve is written here.
+func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, params []string) {
+	in, fq, ref, pass := e.prepare(r, op, params)
+	if in.bp != nil {
+		defer putBody(in.bp)
+	}
+	switch {
+	case pass:
+		passThrough(w, r, next, in.bp)
+		return
+	case ref.status == 0:
+		ref = e.claim(w, r, op, next, &in, &fq)
+	}
+	if ref.status != 0 {
+		ref.write(w)
+	}
+}
+
+// prepare checks r and computes what claiming its key needs, before
+// anything is claimed. It returns the claim's input and the fingerprint's
+// inputs, or the refusal to write instead; pass reports an optional key
+// that is absent, for which the request runs unprotected.
+func (e *engine) prepare(r *http.Request, op *operation, params []string) (in claimInput, fq fpInput, ref refusal, pass bool) {
+	// 1. A key from a header or the query.
+	rawKey, ref, pass := requestKey(r, op)
+	if ref.status != 0 || pass {
+		return in, fq, ref, pass
 	}
 
 	// 2. The principal.
-	var ph [32]byte
-	if op.principal == PrincipalAuth {
-		p, err := e.principal(r)
-		if err != nil || p == "" {
-			for _, c := range op.challenges {
-				w.Header().Add("WWW-Authenticate", c)
-			}
-			writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, "the caller could not be identified, and keys of this operation are per caller", 0, false)
-			return
-		}
-		ph = HashPrincipal(p)
+	ph, ref := e.principalHash(r, op)
+	if ref.status != 0 {
+		return in, fq, ref, false
 	}
 
 	// 3. Key syntax.
@@ -279,31 +302,99 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if op.key == KeyFromHeader || op.key == KeyFromQuery {
 		k, err := ParseKey(rawKey)
 		if err != nil {
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMalformed, err.Error()+"; a key is 1 to 255 visible ASCII characters", 0, false)
-			return
+			return in, fq, refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: err.Error() + "; a key is 1 to 255 visible ASCII characters"}, false
 		}
 		key = k
 	}
 
 	// 4. The body, whole, before anything is claimed.
-	if r.ContentLength > op.maxReq {
-		writeProblem(w, http.StatusRequestEntityTooLarge, ProblemRequestTooLarge, "the request body is larger than this operation accepts", 0, false)
-		return
+	if in.bp, ref = readRequestBody(r, op); ref.status != 0 {
+		return in, fq, ref, false
 	}
-	bp, err := readBody(r, op.maxReq)
-	defer putBody(bp)
-	if err != nil {
-		if errors.Is(err, errTooLarge) {
-			writeProblem(w, http.StatusRequestEntityTooLarge, ProblemRequestTooLarge, "the request body is larger than this operation accepts", 0, false)
-		} else {
-			writeProblem(w, http.StatusBadRequest, ProblemBodyUnreadable, "the request body could not be read", 0, false)
-		}
-		return
-	}
-	body := *bp
+	in.body = *in.bp
 
 	// 5. Fingerprint, and the keys derived from the body.
+	var fp [32]byte
+	var ok bool
+	if fq, fp, key, ok = fingerprintRequest(r, op, params, in.body, key); !ok {
+		if op.optional {
+			return in, fq, refusal{}, true
+		}
+		return in, fq, refusal{status: http.StatusBadRequest, typ: ProblemKeyMissing, detail: "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all (or is not plain JSON: a Content-Encoding, or a member name repeated, in any letter case, in one object)"}, false
+	}
+	rk := RecordKey{Scope: op.scope, PrincipalHash: ph, Key: key}
+	in.req = ClaimRequest{RecordKey: rk, Fingerprint: fp, FingerprintVersion: FingerprintVersion, Lease: op.lease, TTL: op.ttl}
+	return in, fq, refusal{}, false
+}
+
+// requestKey is the key r carries in op's header or query parameter (none
+// for a key derived from the body). An optional key that is absent lets
+// the request run unprotected (pass).
+func requestKey(r *http.Request, op *operation) (raw string, ref refusal, pass bool) {
+	switch op.key {
+	case KeyFromHeader:
+		vs := r.Header[op.keyName]
+		switch {
+		case len(vs) > 1:
+			return "", refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: "the " + op.keyName + " header appears more than once"}, false
+		case len(vs) == 0 && op.optional:
+			return "", refusal{}, true
+		case len(vs) == 0:
+			return "", refusal{status: http.StatusBadRequest, typ: ProblemKeyMissing, detail: "this operation requires an idempotency key in the " + op.keyName + " header"}, false
+		}
+		return vs[0], refusal{}, false
+	case KeyFromQuery:
+		v, n := queryValue(r.URL.RawQuery, op.keyName)
+		switch {
+		case n > 1:
+			return "", refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: "the query parameter " + op.keyName + " appears more than once"}, false
+		case n == 0 && op.optional:
+			return "", refusal{}, true
+		case n == 0:
+			return "", refusal{status: http.StatusBadRequest, typ: ProblemKeyMissing, detail: "this operation requires an idempotency key in the query parameter " + op.keyName}, false
+		}
+		return v, refusal{}, false
+	}
+	return "", refusal{}, false
+}
+
+// principalHash identifies the caller when op's keys are per caller
+// (PrincipalAuth), and is zero otherwise.
+func (e *engine) principalHash(r *http.Request, op *operation) ([32]byte, refusal) {
+	if op.principal != PrincipalAuth {
+		return [32]byte{}, refusal{}
+	}
+	p, err := e.principal(r)
+	if err != nil || p == "" {
+		return [32]byte{}, refusal{status: http.StatusUnauthorized, typ: ProblemUnauthenticated, detail: "the caller could not be identified, and keys of this operation are per caller", challenges: op.challenges}
+	}
+	return HashPrincipal(p), refusal{}
+}
+
+// readRequestBody reads r's body whole, up to op's limit, into a pooled
+// buffer; bp is nil when the declared length is refused unread.
+func readRequestBody(r *http.Request, op *operation) (bp *[]byte, ref refusal) {
+	tooLarge := refusal{status: http.StatusRequestEntityTooLarge, typ: ProblemRequestTooLarge, detail: "the request body is larger than this operation accepts"}
+	if r.ContentLength > op.maxReq {
+		return nil, tooLarge
+	}
+	bp, err := readBody(r, op.maxReq)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return bp, tooLarge
+	case err != nil:
+		return bp, refusal{status: http.StatusBadRequest, typ: ProblemBodyUnreadable, detail: "the request body could not be read"}
+	}
+	return bp, refusal{}
+}
+
+// fingerprintRequest computes the request's fingerprint (version
+// FingerprintVersion) and the inputs it was computed from, and returns the
+// key: the one given, or the one op derives from the body. ok is false
+// when the body lacks the fields a key is derived from.
+func fingerprintRequest(r *http.Request, op *operation, params []string, body []byte, key string) (fpInput, [32]byte, string, bool) {
 	c := getCanon()
+	defer putCanon(c)
 	var ct string
 	if vs := r.Header["Content-Type"]; len(vs) > 0 {
 		ct = vs[0]
@@ -312,132 +403,179 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	if op.key == KeyFromQuery {
 		skip = op.keyName
 	}
-	fq := &fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
+	fq := fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
 		contentType: ct, encoding: r.Header["Content-Encoding"], include: op.include, inc: op.includeToks}
-	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
+	fp := c.fingerprint(FingerprintVersion, &fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var ok bool
-		if key, ok = fieldsKey(c, op, ct, fq.encoding, body); !ok {
-			putCanon(c)
-			if op.optional {
-				orig := r.Body
-				r.Body = &bodyReader{b: body}
-				next.ServeHTTP(w, r)
-				r.Body = orig
-				return
-			}
-			writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all (or is not plain JSON: a Content-Encoding, or a member name repeated, in any letter case, in one object)", 0, false)
-			return
-		}
+		key, ok = fieldsKey(c, op, ct, fq.encoding, body)
+		return fq, fp, key, ok
 	case KeyFromBody:
 		key = bodyKey(fp)
 	}
-	putCanon(c)
+	return fq, fp, key, true
+}
 
-	// 6. Claim.
-	rk := RecordKey{Scope: op.scope, PrincipalHash: ph, Key: key}
-	req := ClaimRequest{RecordKey: rk, Fingerprint: fp, FingerprintVersion: FingerprintVersion, Lease: op.lease, TTL: op.ttl}
-	var deadline time.Time
-	poll := waitFirstPoll
+// passThrough runs the handler unprotected (an optional key that is
+// absent), on the body the engine read, if it read it (bp).
+func passThrough(w http.ResponseWriter, r *http.Request, next http.Handler, bp *[]byte) {
+	if bp == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	orig := r.Body
+	r.Body = &bodyReader{b: *bp}
+	next.ServeHTTP(w, r)
+	r.Body = orig
+}
+
+// claimed is the outcome of one claim. tx is set when the key was acquired
+// in a transaction that holds the claim (ClaimTxStore): endTx ends its
+// context, and the attempt ends at leaseEnd.
+type claimed struct {
+	res      ClaimResult
+	tx       Tx
+	endTx    context.CancelFunc
+	leaseEnd time.Time
+}
+
+// claim claims in's key until it can answer (CONTRACT §3): it runs the
+// handler of an acquired key, replays a completed record, and waits on one
+// in progress when op waits, claiming again after each wait. It returns
+// the refusal to write otherwise.
+func (e *engine) claim(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, in *claimInput, fq *fpInput) refusal {
+	ctx := r.Context()
+	rk := in.req.RecordKey
+	wait := waitState{poll: waitFirstPoll}
 	for {
-		var (
-			res      ClaimResult
-			tx       Tx
-			endTx    context.CancelFunc
-			leaseEnd time.Time
-			err      error
-		)
-		if op.transactional && e.claimTx != nil {
-			tx, res, leaseEnd, endTx, err = e.beginClaim(ctx, op, req)
-		} else {
-			sctx, cancel := e.storeCtx(ctx, op)
-			res, err = e.store.Claim(sctx, req)
-			cancel()
-		}
+		c, err := e.claimOnce(ctx, op, in.req)
 		if err != nil {
-			e.storeError(ctx, w, op, rk, err, "claim")
-			return
+			return e.storeFailed(ctx, op, rk, err, "claim")
 		}
-		switch res.State {
+		switch c.res.State {
 		case Acquired:
-			if res.TakenOver {
-				e.event(ctx, e.hooks.TakenOver, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
-				e.logAt(ctx, slog.LevelInfo, "idempotency: took over a record whose lease ended", op, key, slog.Int64("epoch", res.Epoch))
-			} else {
-				e.event(ctx, e.hooks.Claimed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
-			}
-			switch {
-			case tx != nil:
-				defer endTx()
-				e.inflight.Store(rk, leaseEnd)
-				defer e.inflight.CompareAndDelete(rk, leaseEnd)
-				e.runInTx(w, r, op, next, rk, res.Epoch, body, tx, leaseEnd)
-			case op.transactional:
-				e.runTx(w, r, op, next, rk, res.Epoch, body)
-			default:
-				e.run(w, r, op, next, rk, res.Epoch, body)
-			}
-			return
+			e.runAcquired(w, r, op, next, in, c)
+			return refusal{}
 		case Completed:
-			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
-				e.mismatch(ctx, w, op, key)
-				return
+			if fingerprintDiffers(c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
+				return e.mismatch(ctx, op, rk.Key)
 			}
-			if res.Tombstone || res.Response == nil {
-				e.event(ctx, e.hooks.Unavailable, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
-				e.logAt(ctx, slog.LevelDebug, "idempotency: result unavailable (tombstone)", op, key)
-				writeProblem(w, http.StatusConflict, ProblemResultUnavailable, "a request with this key completed, but its result was too large to save or could not be recorded; it will not run again with this key", 0, false)
-				return
-			}
-			resp, err := e.opened(rk, res)
-			if err != nil {
-				e.event(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Err: err})
-				e.logAt(ctx, slog.LevelError, "idempotency: the saved response cannot be opened", op, key, slog.Int64("epoch", res.Epoch), slog.Any("error", err))
-				writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the saved result of this key cannot be read with this server's encryption keys; the request was not run", storeRetryAfter, false)
-				return
-			}
-			e.event(ctx, e.hooks.Replayed, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch, Status: resp.Status})
-			e.logAt(ctx, slog.LevelDebug, "idempotency: replayed", op, key, slog.Int("status", resp.Status))
-			replay(w, r, resp)
-			return
+			return e.replayCompleted(w, r, op, rk, c.res)
 		case InProgress:
-			if fingerprintDiffers(res, fp, fq, body, op.exclude) {
-				e.mismatch(ctx, w, op, key)
-				return
+			if fingerprintDiffers(c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
+				return e.mismatch(ctx, op, rk.Key)
 			}
-			e.leaseLeft(rk, &res)
-			now := time.Now()
-			if op.wait > 0 && deadline.IsZero() {
-				deadline = now.Add(op.wait)
-			}
-			if op.wait <= 0 || !now.Before(deadline) || ctx.Err() != nil {
-				e.event(ctx, e.hooks.Conflict, Event{OperationID: op.name, Scope: op.scope, Key: key, Epoch: res.Epoch})
-				e.logAt(ctx, slog.LevelDebug, "idempotency: in progress", op, key)
-				writeProblem(w, http.StatusConflict, ProblemInProgress, "a request with this key is in progress; retry later", retrySeconds(res.LeaseRemaining), false)
-				return
-			}
-			d := min(poll, deadline.Sub(now))
-			if res.LeaseRemaining > 0 {
-				d = min(d, res.LeaseRemaining+time.Millisecond)
-			}
-			poll = min(poll*2, waitMaxPoll)
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-			if ctx.Err() != nil {
-				// The client went away while waiting.
-				writeProblem(w, http.StatusConflict, ProblemInProgress, "a request with this key is in progress; retry later", retrySeconds(res.LeaseRemaining), false)
-				return
+			if ref := e.waitInProgress(ctx, op, rk, c.res, &wait); ref.status != 0 {
+				return ref
 			}
 		default:
-			e.storeError(ctx, w, op, rk, errors.New("store returned an unknown claim state "+res.State.String()), "claim")
-			return
+			return e.storeFailed(ctx, op, rk, errors.New("store returned an unknown claim state "+c.res.State.String()), "claim")
 		}
 	}
+}
+
+// claimOnce claims req's key within the store bound: in a new transaction
+// when op is transactional and the store claims in one, else committed.
+func (e *engine) claimOnce(ctx context.Context, op *operation, req ClaimRequest) (c claimed, err error) {
+	if op.transactional && e.claimTx != nil {
+		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, req)
+		return c, err
+	}
+	sctx, cancel := e.storeCtx(ctx, op)
+	c.res, err = e.store.Claim(sctx, req)
+	cancel()
+	return c, err
+}
+
+// runAcquired runs the handler of an acquired key: in the transaction that
+// holds the claim, in a transaction of its own (transactional mode on a
+// committed claim), or on its own.
+func (e *engine) runAcquired(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, in *claimInput, c claimed) {
+	ctx := r.Context()
+	rk, epoch := in.req.RecordKey, c.res.Epoch
+	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch}
+	if c.res.TakenOver {
+		e.report(ctx, e.hooks.TakenOver, ev, slog.LevelInfo, "idempotency: took over a record whose lease ended", op, slog.Int64("epoch", epoch))
+	} else {
+		e.event(ctx, e.hooks.Claimed, ev)
+	}
+	switch {
+	case c.tx != nil:
+		defer c.endTx()
+		e.inflight.Store(rk, c.leaseEnd)
+		defer e.inflight.CompareAndDelete(rk, c.leaseEnd)
+		e.runInTx(w, r, op, next, rk, epoch, in.body, c.tx, c.leaseEnd)
+	case op.transactional:
+		e.runTx(w, r, op, next, rk, epoch, in.body)
+	default:
+		e.run(w, r, op, next, rk, epoch, in.body)
+	}
+}
+
+// replayCompleted replays the saved response of a completed record, or
+// returns the refusal when there is none to replay.
+func (e *engine) replayCompleted(w http.ResponseWriter, r *http.Request, op *operation, rk RecordKey, res ClaimResult) refusal {
+	ctx := r.Context()
+	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: res.Epoch}
+	if res.Tombstone || res.Response == nil {
+		e.report(ctx, e.hooks.Unavailable, ev, slog.LevelDebug, "idempotency: result unavailable (tombstone)", op)
+		return refusal{status: http.StatusConflict, typ: ProblemResultUnavailable, detail: "a request with this key completed, but its result was too large to save or could not be recorded; it will not run again with this key"}
+	}
+	resp, err := e.opened(rk, res)
+	if err != nil {
+		ev.Err = err
+		e.report(ctx, e.hooks.StoreError, ev, slog.LevelError, "idempotency: the saved response cannot be opened", op, slog.Int64("epoch", res.Epoch), slog.Any("error", err))
+		return refusal{status: http.StatusServiceUnavailable, typ: ProblemStoreUnavailable, detail: "the saved result of this key cannot be read with this server's encryption keys; the request was not run", retryAfter: storeRetryAfter}
+	}
+	ev.Status = resp.Status
+	e.report(ctx, e.hooks.Replayed, ev, slog.LevelDebug, "idempotency: replayed", op, slog.Int("status", resp.Status))
+	replay(w, r, resp)
+	return refusal{}
+}
+
+// waitState is a request's wait on a record in progress: when the wait
+// ends (set at the first in-progress claim) and the next poll's delay.
+type waitState struct {
+	deadline time.Time
+	poll     time.Duration
+}
+
+// waitInProgress waits before the next claim of rk, which another attempt
+// holds (res), and returns the 409 instead when op does not wait, the wait
+// is over or the client went away.
+func (e *engine) waitInProgress(ctx context.Context, op *operation, rk RecordKey, res ClaimResult, wait *waitState) refusal {
+	e.leaseLeft(rk, &res)
+	now := time.Now()
+	if op.wait > 0 && wait.deadline.IsZero() {
+		wait.deadline = now.Add(op.wait)
+	}
+	if op.wait <= 0 || !now.Before(wait.deadline) || ctx.Err() != nil {
+		e.report(ctx, e.hooks.Conflict, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: res.Epoch}, slog.LevelDebug, "idempotency: in progress", op)
+		return inProgress(res.LeaseRemaining)
+	}
+	d := min(wait.poll, wait.deadline.Sub(now))
+	if res.LeaseRemaining > 0 {
+		d = min(d, res.LeaseRemaining+time.Millisecond)
+	}
+	wait.poll = min(wait.poll*2, waitMaxPoll)
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	if ctx.Err() != nil {
+		// The client went away while waiting.
+		return inProgress(res.LeaseRemaining)
+	}
+	return refusal{}
+}
+
+// inProgress is the 409 of a key whose record is in progress, with the
+// lease it has left as Retry-After.
+func inProgress(leaseLeft time.Duration) refusal {
+	return refusal{status: http.StatusConflict, typ: ProblemInProgress, detail: "a request with this key is in progress; retry later", retryAfter: retrySeconds(leaseLeft)}
 }
 
 func retrySeconds(d time.Duration) int {
@@ -445,16 +583,24 @@ func retrySeconds(d time.Duration) int {
 	return max(s, 1)
 }
 
-func (e *engine) mismatch(ctx context.Context, w http.ResponseWriter, op *operation, key string) {
-	e.event(ctx, e.hooks.Mismatch, Event{OperationID: op.name, Scope: op.scope, Key: key})
-	e.logAt(ctx, slog.LevelDebug, "idempotency: key reused with a different request", op, key)
-	writeProblem(w, http.StatusUnprocessableEntity, ProblemFingerprintMismatch, "this idempotency key was used with a different request (method, path or body); use a new key for a new request", 0, false)
+// mismatch reports a key reused with a different request, and returns its
+// refusal.
+func (e *engine) mismatch(ctx context.Context, op *operation, key string) refusal {
+	e.report(ctx, e.hooks.Mismatch, Event{OperationID: op.name, Scope: op.scope, Key: key}, slog.LevelDebug, "idempotency: key reused with a different request", op)
+	return refusal{status: http.StatusUnprocessableEntity, typ: ProblemFingerprintMismatch, detail: "this idempotency key was used with a different request (method, path or body); use a new key for a new request"}
 }
 
+// storeFailed reports a store call that failed at stage, and returns its
+// refusal.
+func (e *engine) storeFailed(ctx context.Context, op *operation, rk RecordKey, err error, stage string) refusal {
+	e.report(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Err: err}, slog.LevelWarn, "idempotency: store failed", op, slog.String("stage", stage), slog.Any("error", err))
+	return refusal{status: http.StatusServiceUnavailable, typ: ProblemStoreUnavailable, detail: "the idempotency store is unavailable; the request was not run", retryAfter: storeRetryAfter}
+}
+
+// storeError reports a store call that failed at stage, and writes its
+// refusal.
 func (e *engine) storeError(ctx context.Context, w http.ResponseWriter, op *operation, rk RecordKey, err error, stage string) {
-	e.event(ctx, e.hooks.StoreError, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Err: err})
-	e.logAt(ctx, slog.LevelWarn, "idempotency: store failed", op, rk.Key, slog.String("stage", stage), slog.Any("error", err))
-	writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "the idempotency store is unavailable; the request was not run", storeRetryAfter, false)
+	e.storeFailed(ctx, op, rk, err, stage).write(w)
 }
 
 // replay writes a saved response.
@@ -510,11 +656,9 @@ func (e *engine) afterComplete(ctx context.Context, op *operation, rk RecordKey,
 	case err == nil:
 		e.event(ctx, e.hooks.Completed, ev)
 	case errors.Is(err, ErrFenced):
-		e.event(ctx, e.hooks.Fenced, ev)
-		e.logAt(ctx, slog.LevelInfo, "idempotency: completion fenced, another attempt owns the key", op, rk.Key, slog.Int64("epoch", epoch))
+		e.report(ctx, e.hooks.Fenced, ev, slog.LevelInfo, "idempotency: completion fenced, another attempt owns the key", op, slog.Int64("epoch", epoch))
 	default:
-		e.event(ctx, e.hooks.StoreError, ev)
-		e.logAt(ctx, slog.LevelWarn, "idempotency: saving the result failed; the record stays in progress until its lease ends", op, rk.Key, slog.Any("error", err))
+		e.report(ctx, e.hooks.StoreError, ev, slog.LevelWarn, "idempotency: saving the result failed; the record stays in progress until its lease ends", op, slog.Any("error", err))
 	}
 }
 
@@ -525,14 +669,11 @@ func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch
 	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
 	switch {
 	case err == nil:
-		e.event(ctx, e.hooks.Released, ev)
-		e.logAt(ctx, slog.LevelDebug, "idempotency: released", op, rk.Key, slog.Int("status", status))
+		e.report(ctx, e.hooks.Released, ev, slog.LevelDebug, "idempotency: released", op, slog.Int("status", status))
 	case errors.Is(err, ErrFenced):
-		e.event(ctx, e.hooks.Fenced, ev)
-		e.logAt(ctx, slog.LevelInfo, "idempotency: release fenced, another attempt owns the key", op, rk.Key, slog.Int64("epoch", epoch))
+		e.report(ctx, e.hooks.Fenced, ev, slog.LevelInfo, "idempotency: release fenced, another attempt owns the key", op, slog.Int64("epoch", epoch))
 	default:
-		e.event(ctx, e.hooks.StoreError, ev)
-		e.logAt(ctx, slog.LevelWarn, "idempotency: release failed; the record stays in progress until its lease ends", op, rk.Key, slog.Any("error", err))
+		e.report(ctx, e.hooks.StoreError, ev, slog.LevelWarn, "idempotency: release failed; the record stays in progress until its lease ends", op, slog.Any("error", err))
 	}
 }
 
@@ -584,8 +725,7 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 			e.release(ctx, op, rk, epoch, status)
 			return
 		}
-		e.event(ctx, e.hooks.Released, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status})
-		e.logAt(ctx, slog.LevelDebug, "idempotency: rolled back", op, rk.Key, slog.Int("status", status))
+		e.report(ctx, e.hooks.Released, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status}, slog.LevelDebug, "idempotency: rolled back", op, slog.Int("status", status))
 	}
 	// The headers set before the handler (by outer middleware) are what a
 	// 503 that replaces the handler's response keeps.

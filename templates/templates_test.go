@@ -24,6 +24,7 @@ var wantFiles = []string{
 	"idemgen_codec.go",
 	"idemgen_db.go",
 	"idemgen_outbox.go",
+	"idemgen_outbox_codec.go",
 	"idemgen_queries.sql",
 	"idemgen_queries.sql.go",
 	"idemgen_schema.sql",

@@ -180,80 +180,22 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	printAll(stderr, res.Warnings)
 
-	rt := &remote{base: base, client: &http.Client{Timeout: o.timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	for _, h := range o.headers {
-		name, value, _ := strings.Cut(h, ":")
-		rt.header = append(rt.header, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+	if err := checkBodies(o, res.Model.Operations); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitUsage
 	}
+	rt := newRemote(base, o)
 	// One request first, so that a wrong URL is one line, not one error
 	// per operation.
 	if err := rt.reachable(ctx); err != nil {
 		fmt.Fprintf(stderr, "%s: cannot reach %s: %v\n", cmd, o.base, err)
 		return exitUsage
 	}
-
-	known := map[string]bool{}
-	for _, op := range res.Model.Operations {
-		known[op.OperationID] = true
-	}
-	for id := range o.bodies {
-		if !known[id] {
-			fmt.Fprintf(stderr, "%s: -body %s: the spec has no annotated operation %s\n", cmd, id, id)
-			return exitUsage
-		}
-	}
-	if len(o.bodies) > 0 && !o.full {
-		fmt.Fprintf(stderr, "%s: -body needs -full\n", cmd)
-		return exitUsage
-	}
-
 	var failed int
 	for _, op := range res.Model.Operations {
-		p := policyOf(op)
-		if !op.Routed() {
-			fmt.Fprintf(stdout, "%-28s %-6s %-32s NOT PROVEN: a webhook or callback has no route of its own; probe where it is mounted with CheckCoverage\n", p.OperationID, p.Method, op.Path)
+		if !probeOperation(ctx, rt, o, op, stdout) {
 			failed++
-			continue
 		}
-		rt.reset()
-		err := idemrt.CheckCoverage(rt, []*idemrt.Policy{p}, idemrt.CoverageOptions{})
-		if netErr := rt.failure(); netErr != nil {
-			err = netErr
-		} else if why := rt.stripped(p); err == nil && why != "" {
-			err = errors.New(why)
-		}
-		paths := fullPaths(op)
-		if err != nil {
-			failed++
-			fmt.Fprintf(stdout, "%-28s %-6s %-32s NOT PROVEN: %s\n", p.OperationID, p.Method, strings.Join(paths, " "), probeReason(err))
-			continue
-		}
-		line := "PROTECTED"
-		body, given := o.bodies[p.OperationID]
-		if !given {
-			body = []byte(`{"idemgen_probe":true}`)
-		}
-		fromBody := p.Key != idemrt.KeyFromHeader && p.Key != idemrt.KeyFromQuery
-		switch {
-		case !o.full:
-		case fromBody && !given:
-			line = "PROTECTED (-full: no real request: its key comes from the body; give -body " + p.OperationID + "=FILE)"
-		default:
-			check, done := fullCheck, "PROTECTED (-full: replay, 422, duplicates)"
-			if fromBody {
-				check = fullCheckBody
-				if p.Key == idemrt.KeyFromBody {
-					done = "PROTECTED (-full: replay, duplicates; a changed body is a new key)"
-				}
-			}
-			if why := check(ctx, rt, op, p, body); why != "" {
-				failed++
-				line = "NOT PROVEN (-full): " + why
-			} else {
-				line = done
-			}
-		}
-		fmt.Fprintf(stdout, "%-28s %-6s %-32s %s\n", p.OperationID, p.Method, strings.Join(paths, " "), line)
 	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "%s: %d of %d operations not proven protected at %s\n", cmd, failed, len(res.Model.Operations), o.base)
@@ -261,6 +203,89 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	fmt.Fprintf(stderr, "%s: %d operations protected at %s\n", cmd, len(res.Model.Operations), o.base)
 	return exitOK
+}
+
+// checkBodies refuses a -body for an operation the spec does not annotate,
+// and -body without -full.
+func checkBodies(o *probeOpts, ops []*generator.Operation) error {
+	if len(o.bodies) == 0 {
+		return nil
+	}
+	if !o.full {
+		return errors.New("-body needs -full")
+	}
+	known := map[string]bool{}
+	for _, op := range ops {
+		known[op.OperationID] = true
+	}
+	for id := range o.bodies {
+		if !known[id] {
+			return fmt.Errorf("-body %s: the spec has no annotated operation %s", id, id)
+		}
+	}
+	return nil
+}
+
+// newRemote is the forwarder to base with the -H headers and -timeout.
+func newRemote(base *url.URL, o *probeOpts) *remote {
+	rt := &remote{base: base, client: &http.Client{Timeout: o.timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for _, h := range o.headers {
+		name, value, _ := strings.Cut(h, ":")
+		rt.header = append(rt.header, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+	}
+	return rt
+}
+
+// probeOperation sends one operation CheckCoverage's probes (and with
+// -full, real requests), prints its line and reports whether it is proven.
+func probeOperation(ctx context.Context, rt *remote, o *probeOpts, op *generator.Operation, stdout io.Writer) bool {
+	p := policyOf(op)
+	if !op.Routed() {
+		fmt.Fprintf(stdout, "%-28s %-6s %-32s NOT PROVEN: a webhook or callback has no route of its own; probe where it is mounted with CheckCoverage\n", p.OperationID, p.Method, op.Path)
+		return false
+	}
+	rt.reset()
+	err := idemrt.CheckCoverage(rt, []*idemrt.Policy{p}, idemrt.CoverageOptions{})
+	if netErr := rt.failure(); netErr != nil {
+		err = netErr
+	} else if why := rt.stripped(p); err == nil && why != "" {
+		err = errors.New(why)
+	}
+	paths := strings.Join(fullPaths(op), " ")
+	if err != nil {
+		fmt.Fprintf(stdout, "%-28s %-6s %-32s NOT PROVEN: %s\n", p.OperationID, p.Method, paths, probeReason(err))
+		return false
+	}
+	line, ok := "PROTECTED", true
+	if o.full {
+		line, ok = probeFull(ctx, rt, o, op, p)
+	}
+	fmt.Fprintf(stdout, "%-28s %-6s %-32s %s\n", p.OperationID, p.Method, paths, line)
+	return ok
+}
+
+// probeFull is -full's verdict on an operation CheckCoverage proved: real
+// requests with its key (fullCheck), or with its -body when the key comes
+// from the body (fullCheckBody).
+func probeFull(ctx context.Context, rt *remote, o *probeOpts, op *generator.Operation, p *idemrt.Policy) (string, bool) {
+	body, given := o.bodies[p.OperationID]
+	if !given {
+		body = []byte(`{"idemgen_probe":true}`)
+	}
+	check, done := fullCheck, "PROTECTED (-full: replay, 422, duplicates)"
+	if p.Key != idemrt.KeyFromHeader && p.Key != idemrt.KeyFromQuery {
+		if !given {
+			return "PROTECTED (-full: no real request: its key comes from the body; give -body " + p.OperationID + "=FILE)", true
+		}
+		check = fullCheckBody
+		if p.Key == idemrt.KeyFromBody {
+			done = "PROTECTED (-full: replay, duplicates; a changed body is a new key)"
+		}
+	}
+	if why := check(ctx, rt, op, p, body); why != "" {
+		return "NOT PROVEN (-full): " + why, false
+	}
+	return done, true
 }
 
 // probeReason is CheckCoverage's error for one operation, without the
@@ -441,29 +466,12 @@ func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idem
 		}
 	}
 	dup := fmt.Sprintf("idemgen-probe-dup-%d", time.Now().UnixNano())
-	var wg sync.WaitGroup
-	ran := make(chan int, 4)
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Go(func() {
-			res, _, err := send(dup, body)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if res.Header.Get("Idempotent-Replayed") != "true" && res.StatusCode != http.StatusConflict && p.Save.Saves(res.StatusCode) {
-				ran <- res.StatusCode
-			}
-		})
-	}
-	wg.Wait()
-	close(ran)
-	close(errs)
-	if err := <-errs; err != nil {
+	answers, err := concurrently(4, func() (*http.Response, []byte, error) { return send(dup, body) })
+	if err != nil {
 		return err.Error()
 	}
-	if n := len(ran); n > 1 {
-		return fmt.Sprintf("%d of 4 concurrent duplicates ran the handler", n)
+	if ran := ranHandler(p, answers); len(ran) > 1 {
+		return fmt.Sprintf("%d of 4 concurrent duplicates ran the handler", len(ran))
 	}
 	if !saved {
 		return fmt.Sprintf("not checked: the first answer, %d, is not one the operation saves (send a valid body? -full sends {\"idemgen_probe\":true})", first.StatusCode)
@@ -479,34 +487,14 @@ func fullCheck(ctx context.Context, rt *remote, op *generator.Operation, p *idem
 func fullCheckBody(ctx context.Context, rt *remote, op *generator.Operation, p *idemrt.Policy, body []byte) string {
 	path := probePath(op)
 	send := func(b []byte) (*http.Response, []byte, error) { return rt.send(ctx, p, path, "", string(b)) }
-	type answer struct {
-		res  *http.Response
-		body []byte
-		err  error
+	answers, err := concurrently(4, func() (*http.Response, []byte, error) { return send(body) })
+	if err != nil {
+		return err.Error()
 	}
-	answers := make(chan answer, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			res, b, err := send(body)
-			answers <- answer{res, b, err}
-		})
-	}
-	wg.Wait()
-	close(answers)
-	var ran []answer
-	saved := false
-	for a := range answers {
-		if a.err != nil {
-			return a.err.Error()
-		}
-		replayed := a.res.Header.Get("Idempotent-Replayed") == "true"
-		if replayed || p.Save.Saves(a.res.StatusCode) && a.res.StatusCode != http.StatusConflict {
-			saved = true
-		}
-		if !replayed && a.res.StatusCode != http.StatusConflict && p.Save.Saves(a.res.StatusCode) {
-			ran = append(ran, a)
-		}
+	ran := ranHandler(p, answers)
+	saved := len(ran) > 0
+	for _, a := range answers {
+		saved = saved || a.res.Header.Get("Idempotent-Replayed") == "true"
 	}
 	if len(ran) > 1 {
 		return fmt.Sprintf("%d of 4 concurrent copies of the body ran the handler", len(ran))
@@ -534,6 +522,40 @@ func fullCheckBody(ctx context.Context, rt *remote, op *generator.Operation, p *
 		}
 	}
 	return ""
+}
+
+// answer is one response to a -full request, with its body.
+type answer struct {
+	res  *http.Response
+	body []byte
+}
+
+// concurrently sends n requests at once and returns their answers, or the
+// first error.
+func concurrently(n int, send func() (*http.Response, []byte, error)) ([]answer, error) {
+	answers := make([]answer, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, b, err := send()
+			answers[i], errs[i] = answer{res, b}, err
+		})
+	}
+	wg.Wait()
+	return answers, errors.Join(errs...)
+}
+
+// ranHandler is the answers the handler produced: not replayed, not the
+// middleware's 409, and a status the operation saves.
+func ranHandler(p *idemrt.Policy, answers []answer) []answer {
+	var ran []answer
+	for _, a := range answers {
+		if a.res.Header.Get("Idempotent-Replayed") != "true" && a.res.StatusCode != http.StatusConflict && p.Save.Saves(a.res.StatusCode) {
+			ran = append(ran, a)
+		}
+	}
+	return ran
 }
 
 // send sends body to the operation at path with key (in its header or

@@ -4,7 +4,6 @@ package querykey
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -218,45 +217,4 @@ func (d *decoder) string() string {
 	s := string(d.b[:l])
 	d.b = d.b[l:]
 	return s
-}
-
-// encodeEventHeaders encodes an outbox event's headers as a JSON object
-// (keys sorted), or as nothing when there are none.
-func encodeEventHeaders(h map[string]string) ([]byte, error) {
-	if len(h) == 0 {
-		return []byte{}, nil
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency store: encoding event headers: %w", err)
-	}
-	return b, nil
-}
-
-// decodeEventHeaders decodes what encodeEventHeaders wrote.
-func decodeEventHeaders(b []byte) (map[string]string, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var h map[string]string
-	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("idempotency store: decoding event headers: %w", err)
-	}
-	return h, nil
-}
-
-// checkClaim checks the arguments of ClaimEvents and bounds limit.
-func checkClaim(limit int, lease time.Duration) (int, error) {
-	if limit <= 0 || lease <= 0 {
-		return 0, fmt.Errorf("idempotency store: claim events: limit and lease must be positive, got %d and %v", limit, lease)
-	}
-	return min(limit, 1<<20), nil
-}
-
-// nonNil returns b, or an empty slice for nil (the columns are NOT NULL).
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }

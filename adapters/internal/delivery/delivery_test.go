@@ -38,6 +38,11 @@ func TestSourceID(t *testing.T) {
 		{"body not JSON", BodyField("/id"), msg("", `id=1`), ""},
 		{"body two values", BodyField("/id"), msg("", `{"id":"a"} {"id":"b"}`), ""},
 		{"body leading zero index", BodyField("/a/01"), msg("", `{"a":["x","y"]}`), ""},
+		// encoding/json would give a handler the last "id" (or "ID"): the
+		// id is not taken from such a body.
+		{"body name twice", BodyField("/id"), msg("", `{"id":"a","id":"b"}`), ""},
+		{"body name in two cases", BodyField("/id"), msg("", `{"id":"a","ID":"b"}`), ""},
+		{"body folded name on the path", BodyField("/event/id"), msg("", `{"event":{"id":"a"},"EVENT":{"id":"b"}}`), ""},
 		{"hash", ContentHash(), msg("", "abc"), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
 		{"too long", Broker(), msg(strings.Repeat("x", MaxID+1), ""), ""},
 		{"longest", Broker(), msg(strings.Repeat("x", MaxID), ""), strings.Repeat("x", MaxID)},

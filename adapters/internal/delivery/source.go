@@ -139,6 +139,13 @@ func (s Source) ID(m Message) (string, error) {
 
 // bodyField returns the string or number at toks in the JSON body.
 func bodyField(body []byte, toks []string) (string, error) {
+	// A name written twice, or in two letter cases, leaves the id to the
+	// order of the members: the handler, decoding with encoding/json, may
+	// read another value than the one taken here, and two different
+	// messages would then share an id.
+	if err := idemrt.CheckJSONNames(body); err != nil {
+		return "", fmt.Errorf("body is not plain JSON: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
