@@ -73,10 +73,30 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	return s
 }
 
+// start launches the server on its first port. freePort's port (or a
+// cluster node's --cluster-port) may be taken by another process
+// between the check and redis-server's bind, e.g. as the source port of a
+// connection of a test running beside this one: start then tries again on
+// another free port, a few times.
 func (s *RedisServer) start(t testing.TB) {
 	t.Helper()
-	if err := s.launch(); err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		err := s.launch()
+		if err == nil {
+			return
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "Address already in use") {
+			t.Fatal(err)
+		}
+		s.Port = freePort(t)
+		for i, a := range s.args {
+			if a == "--cluster-port" && i+1 < len(s.args) {
+				s.args[i+1] = strconv.Itoa(freePort(t))
+			}
+		}
+		// A node that failed to bind may have written its cluster
+		// configuration with the old ports: a fresh node starts without.
+		_ = os.Remove(filepath.Join(s.dir, "nodes.conf"))
 	}
 }
 
