@@ -1,9 +1,10 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
 -- database's clock: a plain primary-key read, so that a replay or a
--- conflict costs the server what a SELECT does. It decides nothing on its
--- own: a key it finds absent, expired, released, or in progress with an
--- ended lease is claimed by Acquire, which re-checks under the row's lock.
+-- conflict in transactional mode costs the server what a SELECT does. It
+-- decides nothing on its own: a key it finds absent, expired, released, or
+-- in progress with an ended lease is claimed by ClaimTx, which re-checks
+-- under the row's lock.
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
        (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
        (k.expires_at > statement_timestamp())::boolean AS unexpired,
@@ -12,41 +13,62 @@ SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
 FROM subscription_keys k
 WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
 
--- name: Acquire :one
--- Acquire claims a key that Lookup found absent, expired, released, or in
--- progress with an ended lease, in one statement: ON CONFLICT ... DO
--- UPDATE ... WHERE re-checks those conditions on the row under its lock (a
--- concurrent claimer is waited for and the condition evaluated on the row
--- it committed). No row back means another attempt holds the key: look it
--- up again. A takeover moves the epoch on by one. A fresh row's epoch is
--- the clock in microseconds, so that a row re-created after Sweep deleted
--- the key's previous one follows every epoch that one handed out (its
--- creation time plus one per claim after). It may be swept lease + ttl
--- from now (see Complete).
-INSERT INTO subscription_keys AS t (
-    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-VALUES (
-    sqlc.arg(scope), sqlc.arg(principal), sqlc.arg(idem_key), sqlc.arg(fingerprint),
-    sqlc.arg(fingerprint_version), 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-    statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-    statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
-    statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
-    0, '\x'::bytea, '\x'::bytea, false)
-ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-    fingerprint = excluded.fingerprint,
-    fingerprint_version = excluded.fingerprint_version,
-    state = 1,
-    epoch = t.epoch + 1,
-    lease_until = excluded.lease_until,
-    expires_at = excluded.expires_at,
-    sweep_at = excluded.sweep_at,
-    status = 0,
-    headers = '\x'::bytea,
-    body = '\x'::bytea,
-    tombstone = false
-WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
-RETURNING t.epoch;
+-- name: Claim :one
+-- Claim reads the record of a key and, when it is absent, expired,
+-- released, or in progress with an ended lease, claims it, in one
+-- statement: a first request's claim and a replay or a conflict are each
+-- one round trip. cur is a plain primary-key read, with the record's
+-- liveness measured on the database's clock; when it finds a live record,
+-- the INSERT gets no row, and the record comes back as cur's columns
+-- (epoch is NULL). Otherwise the upsert claims the key: ON CONFLICT ... DO
+-- UPDATE ... WHERE re-checks on the row under its lock (a concurrent
+-- claimer is waited for and the condition evaluated on the row it
+-- committed), so the read decides nothing on its own. Neither an epoch
+-- nor a live record back means another attempt claimed the key after
+-- this statement's snapshot: run it again. A takeover moves the epoch on
+-- by one. A fresh row's epoch is the clock in microseconds, so that a row
+-- re-created after Sweep deleted the key's previous one follows every
+-- epoch that one handed out (its creation time plus one per claim after).
+-- It may be swept lease + ttl from now (see Complete).
+WITH cur AS (
+    SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+           (k.expires_at > statement_timestamp())::boolean AS unexpired,
+           (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+           k.status, k.headers, k.body, k.tombstone
+    FROM subscription_keys k
+    WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
+), ins AS (
+    INSERT INTO subscription_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
+           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
+           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.live)
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT ins.epoch, cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
+       cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+FROM (SELECT) AS one
+LEFT JOIN cur ON true
+LEFT JOIN ins ON true;
 
 -- name: ClaimTx :one
 -- ClaimTx claims a key inside the transaction of a transactional operation
@@ -56,7 +78,7 @@ RETURNING t.epoch;
 -- transaction-scoped advisory lock on a 64-bit hash of the key, tried
 -- without waiting, tells a concurrent transactional attempt that the key
 -- is held (locked false: nothing was written) rather than making it wait
--- on the uncommitted row. The upsert is Acquire's: no epoch back means
+-- on the uncommitted row. The upsert is Claim's: no epoch back means
 -- another attempt's record is live. The transaction also gets
 -- idle_in_transaction_session_timeout = the lease: a client that vanished
 -- without closing its connection (a network partition) cannot hold the

@@ -11,68 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const acquire = `-- name: Acquire :one
-INSERT INTO idempotency_keys AS t (
-    scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-    lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-VALUES (
-    $1, $2, $3, $4,
-    $5, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-    statement_timestamp() + $6::bigint * interval '1 millisecond',
-    statement_timestamp() + $7::bigint * interval '1 millisecond',
-    statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond',
-    0, '\x'::bytea, '\x'::bytea, false)
-ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-    fingerprint = excluded.fingerprint,
-    fingerprint_version = excluded.fingerprint_version,
-    state = 1,
-    epoch = t.epoch + 1,
-    lease_until = excluded.lease_until,
-    expires_at = excluded.expires_at,
-    sweep_at = excluded.sweep_at,
-    status = 0,
-    headers = '\x'::bytea,
-    body = '\x'::bytea,
-    tombstone = false
-WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
-RETURNING t.epoch
-`
-
-type sqlcAcquireParams struct {
-	Scope              string
-	Principal          []byte
-	IdemKey            string
-	Fingerprint        []byte
-	FingerprintVersion int32
-	LeaseMs            int64
-	TtlMs              int64
-}
-
-// Acquire claims a key that Lookup found absent, expired, released, or in
-// progress with an ended lease, in one statement: ON CONFLICT ... DO
-// UPDATE ... WHERE re-checks those conditions on the row under its lock (a
-// concurrent claimer is waited for and the condition evaluated on the row
-// it committed). No row back means another attempt holds the key: look it
-// up again. A takeover moves the epoch on by one. A fresh row's epoch is
-// the clock in microseconds, so that a row re-created after Sweep deleted
-// the key's previous one follows every epoch that one handed out (its
-// creation time plus one per claim after). It may be swept lease + ttl
-// from now (see Complete).
-func (q *sqlcQueries) Acquire(ctx context.Context, arg sqlcAcquireParams) (int64, error) {
-	row := q.db.QueryRow(ctx, acquire,
-		arg.Scope,
-		arg.Principal,
-		arg.IdemKey,
-		arg.Fingerprint,
-		arg.FingerprintVersion,
-		arg.LeaseMs,
-		arg.TtlMs,
-	)
-	var epoch int64
-	err := row.Scan(&epoch)
-	return epoch, err
-}
-
 const addEvent = `-- name: AddEvent :exec
 INSERT INTO idempotency_keys_outbox (event_id, topic, event_key, payload, headers, created_at)
 VALUES ($1, $2, $3, $4, $5, statement_timestamp())
@@ -96,6 +34,117 @@ func (q *sqlcQueries) AddEvent(ctx context.Context, arg sqlcAddEventParams) erro
 		arg.Headers,
 	)
 	return err
+}
+
+const claim = `-- name: Claim :one
+WITH cur AS (
+    SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
+           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+           (k.expires_at > statement_timestamp())::boolean AS unexpired,
+           (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+           k.status, k.headers, k.body, k.tombstone
+    FROM idempotency_keys k
+    WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+), ins AS (
+    INSERT INTO idempotency_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    SELECT $1::varchar, $2::bytea, $3::varchar, $4::bytea,
+           $5::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+           statement_timestamp() + $6::bigint * interval '1 millisecond',
+           statement_timestamp() + $7::bigint * interval '1 millisecond',
+           statement_timestamp() + ($6::bigint + $7::bigint) * interval '1 millisecond',
+           0, '\x'::bytea, '\x'::bytea, false
+    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.live)
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch
+)
+SELECT ins.epoch, cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
+       cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+FROM (SELECT) AS one
+LEFT JOIN cur ON true
+LEFT JOIN ins ON true
+`
+
+type sqlcClaimParams struct {
+	Scope              string
+	Principal          []byte
+	IdemKey            string
+	Fingerprint        []byte
+	FingerprintVersion int32
+	LeaseMs            int64
+	TtlMs              int64
+}
+
+type sqlcClaimRow struct {
+	Epoch              pgtype.Int8
+	RecordEpoch        pgtype.Int8
+	State              pgtype.Int2
+	Fingerprint        []byte
+	FingerprintVersion pgtype.Int4
+	Live               pgtype.Bool
+	Unexpired          pgtype.Bool
+	LeaseRemainingMs   pgtype.Int8
+	Status             pgtype.Int4
+	Headers            []byte
+	Body               []byte
+	Tombstone          pgtype.Bool
+}
+
+// Claim reads the record of a key and, when it is absent, expired,
+// released, or in progress with an ended lease, claims it, in one
+// statement: a first request's claim and a replay or a conflict are each
+// one round trip. cur is a plain primary-key read, with the record's
+// liveness measured on the database's clock; when it finds a live record,
+// the INSERT gets no row, and the record comes back as cur's columns
+// (epoch is NULL). Otherwise the upsert claims the key: ON CONFLICT ... DO
+// UPDATE ... WHERE re-checks on the row under its lock (a concurrent
+// claimer is waited for and the condition evaluated on the row it
+// committed), so the read decides nothing on its own. Neither an epoch
+// nor a live record back means another attempt claimed the key after
+// this statement's snapshot: run it again. A takeover moves the epoch on
+// by one. A fresh row's epoch is the clock in microseconds, so that a row
+// re-created after Sweep deleted the key's previous one follows every
+// epoch that one handed out (its creation time plus one per claim after).
+// It may be swept lease + ttl from now (see Complete).
+func (q *sqlcQueries) Claim(ctx context.Context, arg sqlcClaimParams) (sqlcClaimRow, error) {
+	row := q.db.QueryRow(ctx, claim,
+		arg.Scope,
+		arg.Principal,
+		arg.IdemKey,
+		arg.Fingerprint,
+		arg.FingerprintVersion,
+		arg.LeaseMs,
+		arg.TtlMs,
+	)
+	var i sqlcClaimRow
+	err := row.Scan(
+		&i.Epoch,
+		&i.RecordEpoch,
+		&i.State,
+		&i.Fingerprint,
+		&i.FingerprintVersion,
+		&i.Live,
+		&i.Unexpired,
+		&i.LeaseRemainingMs,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.Tombstone,
+	)
+	return i, err
 }
 
 const claimEvents = `-- name: ClaimEvents :many
@@ -222,7 +271,7 @@ type sqlcClaimTxRow struct {
 // transaction-scoped advisory lock on a 64-bit hash of the key, tried
 // without waiting, tells a concurrent transactional attempt that the key
 // is held (locked false: nothing was written) rather than making it wait
-// on the uncommitted row. The upsert is Acquire's: no epoch back means
+// on the uncommitted row. The upsert is Claim's: no epoch back means
 // another attempt's record is live. The transaction also gets
 // idle_in_transaction_session_timeout = the lease: a client that vanished
 // without closing its connection (a network partition) cannot hold the
@@ -420,9 +469,10 @@ type sqlcLookupRow struct {
 
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock: a plain primary-key read, so that a replay or a
-// conflict costs the server what a SELECT does. It decides nothing on its
-// own: a key it finds absent, expired, released, or in progress with an
-// ended lease is claimed by Acquire, which re-checks under the row's lock.
+// conflict in transactional mode costs the server what a SELECT does. It
+// decides nothing on its own: a key it finds absent, expired, released, or
+// in progress with an ended lease is claimed by ClaimTx, which re-checks
+// under the row's lock.
 func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i sqlcLookupRow

@@ -41,14 +41,14 @@ func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)
 // pgbench scripts of docs/performance-log.md from them, so that the scripts
 // send what the store sends.
 var (
-	firstRoundTrips   = []string{"Lookup", "Acquire", "Complete"}
+	firstRoundTrips   = []string{"Claim", "Complete"}
 	firstRoundTripsTx = []string{"Lookup", "begin", "ClaimTx", "CompleteTx+commit"}
 )
 
 // TestRoundTrips pins what docs/stores.md promises, through the wrapper: a
-// first request is a plain read, the claim and the completion; a replay and
-// a conflict one plain read each; a takeover of an abandoned record as many
-// as a first request. In transactional mode a first request is the read,
+// first request is the claim (which reads and claims in one statement) and
+// the completion; a replay and a conflict that same statement alone; a
+// takeover of an abandoned record as many as a first request. In transactional mode a first request is the read,
 // BEGIN, the claim (uncommitted), and the completion with the COMMIT in
 // one round trip (a batch); a conflict
 // with an attempt still in its transaction is the read and a claim that
@@ -65,8 +65,8 @@ func TestRoundTrips(t *testing.T) {
 		}
 		return st
 	}, harness.RoundTripWant{
-		First: firstRoundTrips, Replay: []string{"Lookup"},
-		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+		First: firstRoundTrips, Replay: []string{"Claim"},
+		Conflict: []string{"Claim"}, Takeover: []string{"Claim", "Complete"},
 	}, harness.RoundTripWant{
 		First: firstRoundTripsTx, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback", "HolderLease"},

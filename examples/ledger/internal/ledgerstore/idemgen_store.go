@@ -49,9 +49,10 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool) error {
 // implements idemrt.TxStore. Every time decision (lease, expiry) is made by
 // the database's clock, in SQL.
 //
-// Round trips: a first request costs two (the claim, which reads and
-// inserts in one statement, and the completion); a replay or a conflict
-// costs one; taking over an expired or abandoned record costs one more.
+// Round trips: a first request, or a takeover of an expired or abandoned
+// record, costs two (the claim, which reads and inserts in one statement,
+// and the completion); a replay or a conflict costs one. BeginClaim says
+// what transactional mode costs.
 type Store struct {
 	pool      *pgxpool.Pool
 	q         *sqlcQueries
@@ -84,16 +85,18 @@ func checkPrimary(inRecovery, readOnly bool) error {
 	return nil
 }
 
-// Claim reports the live record of req's key, or claims the key. A plain
-// primary-key read comes first, so that a replay or a conflict is one
-// read; a key that is absent or whose record is not live is claimed by an
-// upsert that re-checks everything under the row's lock, so the read
-// decides nothing on its own.
+// Claim reports the live record of req's key, or claims the key, in one
+// statement (Claim in idemgen_queries.sql): a first request's claim, a
+// replay and a conflict each cost one round trip. The statement reads the
+// record and, when it is not live, claims the key with an upsert that
+// re-checks everything under the row's lock, so the read decides nothing
+// on its own; it is run again when another attempt claimed the key after
+// its snapshot.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	acquire := sqlcAcquireParams{
+	claim := sqlcClaimParams{
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
@@ -103,20 +106,31 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
-		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
-		if err != nil || live != nil {
-			return deref(live), err
-		}
-		epoch, err := s.q.Acquire(ctx, acquire)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // another attempt claimed the key since the read
-		}
+		row, err := s.q.Claim(ctx, claim)
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		// A takeover of the record read moves its epoch on by one; a fresh
-		// row (the record was swept since the read) starts at the clock.
-		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+		if row.Epoch.Valid {
+			// A takeover of the record read moves its epoch on by one; a
+			// fresh row (there was none, or it was swept since the read)
+			// starts at the clock.
+			takeover := row.Unexpired.Bool && row.State.Int16 == stateInProgress && row.Epoch.Int64 == row.RecordEpoch.Int64+1
+			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch.Int64, TakenOver: takeover}, nil
+		}
+		if row.Live.Bool {
+			return record{
+				state:              int64(row.State.Int16),
+				epoch:              row.RecordEpoch.Int64,
+				fingerprint:        row.Fingerprint,
+				fingerprintVersion: int64(row.FingerprintVersion.Int32),
+				leaseRemaining:     time.Duration(row.LeaseRemainingMs.Int64) * time.Millisecond,
+				status:             int64(row.Status.Int32),
+				headers:            row.Headers,
+				body:               row.Body,
+				tombstone:          row.Tombstone.Bool,
+			}.result()
+		}
+		// Another attempt claimed the key after the statement's snapshot.
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
