@@ -38,7 +38,7 @@ func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)
 // firstRoundTrips and firstRoundTripsTx are the round trips of a first
 // request, non-transactional and transactional (a batch's statements joined
 // by "+"): TestRoundTrips pins them, and TestPgbenchScripts writes the
-// pgbench scripts of docs/performance.md from them, so that the scripts
+// pgbench scripts of docs/performance-log.md from them, so that the scripts
 // send what the store sends.
 var (
 	firstRoundTrips   = []string{"Lookup", "Acquire", "Complete"}
