@@ -201,15 +201,24 @@ func openSQLite(ctx context.Context) (*backend, error) {
 	}
 	// The DSN the store's documentation recommends, as the tests use it.
 	dsn := "file:" + filepath.Join(dir, "idem.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
-	be, err := openSQL(ctx, "sqlite", dsn, func(conn *sql.DB) (harness.HTTPBackend, func(), error) {
+	be, err := openSQL(ctx, "sqlite", dsn, func(conn *sql.DB) (harness.HTTPBackend, []harness.HTTPFloor, func(), error) {
 		if err := sqlite.ApplySchema(ctx, conn); err != nil {
-			return harness.HTTPBackend{}, nil, err
+			return harness.HTTPBackend{}, nil, nil, err
 		}
 		st, err := sqlite.NewStore(ctx, conn)
 		if err != nil {
-			return harness.HTTPBackend{}, nil, err
+			return harness.HTTPBackend{}, nil, nil, err
 		}
-		return harness.NewSQLHTTPBackend(ctx, st, conn, sqlite.TxFromContext, "TEXT", "BLOB")
+		hb, closeStmts, err := harness.NewSQLHTTPBackend(ctx, st, conn, sqlite.TxFromContext, "TEXT", "BLOB")
+		if err != nil {
+			return hb, nil, nil, err
+		}
+		floors, closeFloors, err := sqlite.BenchFloors(ctx, conn, hb)
+		if err != nil {
+			closeStmts()
+			return hb, nil, nil, err
+		}
+		return hb, floors, func() { closeFloors(); closeStmts() }, nil
 	}, func() error { return os.RemoveAll(dir) })
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
@@ -245,15 +254,16 @@ func openMySQL(ctx context.Context) (*backend, error) {
 		return err
 	}
 	cfg.DBName = name
-	be, err := openSQL(ctx, "mysql", cfg.FormatDSN(), func(conn *sql.DB) (harness.HTTPBackend, func(), error) {
+	be, err := openSQL(ctx, "mysql", cfg.FormatDSN(), func(conn *sql.DB) (harness.HTTPBackend, []harness.HTTPFloor, func(), error) {
 		if err := mysql.ApplySchema(ctx, conn); err != nil {
-			return harness.HTTPBackend{}, nil, err
+			return harness.HTTPBackend{}, nil, nil, err
 		}
 		st, err := mysql.NewStore(ctx, conn)
 		if err != nil {
-			return harness.HTTPBackend{}, nil, err
+			return harness.HTTPBackend{}, nil, nil, err
 		}
-		return harness.NewSQLHTTPBackend(ctx, st, conn, mysql.TxFromContext, "VARBINARY(255)", "BLOB")
+		hb, closeStmts, err := harness.NewSQLHTTPBackend(ctx, st, conn, mysql.TxFromContext, "VARBINARY(255)", "BLOB")
+		return hb, nil, closeStmts, err
 	}, drop)
 	if err != nil {
 		return nil, errors.Join(err, drop())
@@ -262,20 +272,21 @@ func openMySQL(ctx context.Context) (*backend, error) {
 }
 
 // openSQL opens a database/sql handle of harness.Clients connections and
-// the backend setup builds on it; drop runs after the handle is closed.
-func openSQL(ctx context.Context, driver, dsn string, setup func(*sql.DB) (harness.HTTPBackend, func(), error), drop func() error) (*backend, error) {
+// the backend and floors setup builds on it, with the function that closes
+// their statements; drop runs after the handle is closed.
+func openSQL(ctx context.Context, driver, dsn string, setup func(*sql.DB) (harness.HTTPBackend, []harness.HTTPFloor, func(), error), drop func() error) (*backend, error) {
 	conn, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, err
 	}
 	conn.SetMaxOpenConns(harness.Clients)
 	conn.SetMaxIdleConns(harness.Clients)
-	hb, closeStmts, err := setup(conn)
+	hb, floors, closeStmts, err := setup(conn)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	return &backend{hb: hb, close: func() error {
+	return &backend{hb: hb, floors: floors, close: func() error {
 		closeStmts()
 		return errors.Join(conn.Close(), drop())
 	}}, nil
