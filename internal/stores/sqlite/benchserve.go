@@ -16,7 +16,8 @@ import (
 
 // BenchFloors are handlers that send the fewest statements a first
 // request could, with the store's own claim (Acquire) and completion
-// (Complete), prepared once on conn, and no wrapper and no read first:
+// (Complete), prepared once on conn (the store's generated queries), and
+// no wrapper and no read first:
 // what any design sending them could reach against hb's bare INSERT
 // handler.
 //
@@ -29,42 +30,39 @@ import (
 // harness.StoreFloors adds the store's own paths without the wrapper. The
 // returned function closes the statements.
 func BenchFloors(ctx context.Context, conn *sql.DB, hb harness.HTTPBackend) ([]harness.HTTPFloor, func(), error) {
-	acq, err := conn.PrepareContext(ctx, acquire)
+	q, err := sqlcPrepare(ctx, conn)
 	if err != nil {
-		return nil, nil, err
-	}
-	cmp, err := conn.PrepareContext(ctx, complete)
-	if err != nil {
-		acq.Close()
 		return nil, nil, err
 	}
 	principal := make([]byte, 32)
 	fingerprint := []byte(strings.Repeat("f", 32))
 	headers := []byte("Content-Type: application/json")
 	const leaseMs, ttlMs = int64(60000), int64(86400000)
-	claim := func(ctx context.Context, s *sql.Stmt, key string) (epoch int64, err error) {
-		err = s.QueryRowContext(ctx, "createCharge", principal, key, fingerprint, int64(2), leaseMs, ttlMs).Scan(&epoch)
-		return epoch, err
+	claim := func(ctx context.Context, q *sqlcQueries, key string) (int64, error) {
+		return q.Acquire(ctx, sqlcAcquireParams{
+			Scope: "createCharge", Principal: principal, IdemKey: key,
+			Fingerprint: fingerprint, FingerprintVersion: 2, LeaseMs: leaseMs, TtlMs: ttlMs,
+		})
 	}
-	completeIt := func(ctx context.Context, s *sql.Stmt, key string, body []byte, epoch int64) error {
-		res, err := s.ExecContext(ctx, int64(201), headers, body, false, ttlMs, "createCharge", principal, key, epoch)
-		if err != nil {
-			return err
+	completeIt := func(ctx context.Context, q *sqlcQueries, key string, body []byte, epoch int64) error {
+		n, err := q.Complete(ctx, sqlcCompleteParams{
+			Status: 201, Headers: headers, Body: body, TtlMs: ttlMs,
+			Scope: "createCharge", Principal: principal, IdemKey: key, Epoch: epoch,
+		})
+		if err == nil && n != 1 {
+			err = fmt.Errorf("the completion matched %d records", n)
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("the completion matched %d records (%v)", n, err)
-		}
-		return nil
+		return err
 	}
 	floors := []harness.HTTPFloor{{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
-		epoch, err := claim(ctx, acq, key)
+		epoch, err := claim(ctx, q, key)
 		if err != nil {
 			return err
 		}
 		if err := hb.Insert(ctx, id, body); err != nil {
 			return err
 		}
-		return completeIt(ctx, cmp, key, body, epoch)
+		return completeIt(ctx, q, key, body, epoch)
 	}}}
 	if hb.InsertIn != nil {
 		floors = append(floors, harness.HTTPFloor{Name: "floor-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
@@ -77,18 +75,19 @@ func BenchFloors(ctx context.Context, conn *sql.DB, hb harness.HTTPBackend) ([]h
 			if !ok {
 				return errors.New("the store's transaction is not a *sql.Tx")
 			}
-			epoch, err := claim(ctx, sqlTx.StmtContext(ctx, acq), key)
+			qtx := q.WithTx(sqlTx)
+			epoch, err := claim(ctx, qtx, key)
 			if err != nil {
 				return err
 			}
 			if err := hb.InsertIn(ctx, tx, id, body); err != nil {
 				return err
 			}
-			if err := completeIt(ctx, sqlTx.StmtContext(ctx, cmp), key, body, epoch); err != nil {
+			if err := completeIt(ctx, qtx, key, body, epoch); err != nil {
 				return err
 			}
 			return tx.Commit(ctx)
 		}})
 	}
-	return floors, func() { acq.Close(); cmp.Close() }, nil
+	return floors, func() { q.Close() }, nil
 }

@@ -263,7 +263,15 @@ func openMySQL(ctx context.Context) (*backend, error) {
 			return harness.HTTPBackend{}, nil, nil, err
 		}
 		hb, closeStmts, err := harness.NewSQLHTTPBackend(ctx, st, conn, mysql.TxFromContext, "VARBINARY(255)", "BLOB")
-		return hb, nil, closeStmts, err
+		if err != nil {
+			return hb, nil, nil, err
+		}
+		floors, closeFloors, err := mysql.BenchFloors(ctx, conn, hb)
+		if err != nil {
+			closeStmts()
+			return hb, nil, nil, err
+		}
+		return hb, floors, func() { closeFloors(); closeStmts() }, nil
 	}, drop)
 	if err != nil {
 		return nil, errors.Join(err, drop())
