@@ -67,8 +67,10 @@ func TestRoundTrips(t *testing.T) {
 	}, harness.RoundTripWant{
 		First: firstRoundTrips, Replay: []string{"Claim"},
 		Conflict: []string{"Claim"}, Takeover: []string{"Claim", "Complete"},
+		Mismatch: []string{"Claim"}, Unsaved: []string{"Claim", "Release"},
 	}, harness.RoundTripWant{
 		First: firstRoundTripsTx, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback", "HolderLease"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "begin", "ClaimTx", "rollback"},
 	})
 }
