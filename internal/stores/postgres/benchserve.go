@@ -88,9 +88,9 @@ func acquireOnly() (string, error) {
 //   - floor-tx-1rt: all five in one round trip, which no implementation
 //     can send (the handler runs between the claim and the completion).
 //
-//   - store-tx-batched: the store's read, then BEGIN sent with its ClaimTx,
-//     the INSERT, CompleteTx with the COMMIT (4 round trips), the fewest
-//     the store could send while a replay stays one read.
+// (store-tx-batched, the store's read, then BEGIN sent with its ClaimTx,
+// the INSERT, CompleteTx with the COMMIT, went when the store itself sent
+// BEGIN with its claim, with no read first: harness.StoreFloors' store-tx.)
 //
 // harness.StoreFloors adds the store's own paths without the wrapper.
 func BenchFloors(pool *pgxpool.Pool) ([]harness.HTTPFloor, error) {
@@ -204,39 +204,6 @@ func BenchFloors(pool *pgxpool.Pool) ([]harness.HTTPFloor, error) {
 				b.Queue(completeAny, completeArgs(key, body, 0)[:8]...)
 				b.Queue("commit")
 				return finish(c.SendBatch(ctx, b), 3, completed)
-			})
-		}},
-		{Name: "store-tx-batched", Do: func(ctx context.Context, key, id string, body []byte) error {
-			rk := idemrt.RecordKey{Scope: "createCharge", Key: key}
-			if err := pool.QueryRow(ctx, lookup, "createCharge", rk.PrincipalHash[:], key).Scan(); !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("lookup: %v", err)
-			}
-			return inConn(ctx, func(c *pgxpool.Conn) error {
-				b := &pgx.Batch{}
-				b.Queue("begin")
-				b.Queue(claimTx, lockKey(rk), leaseMs, "createCharge", rk.PrincipalHash[:], key, fingerprint, int32(2), ttlMs)
-				br := c.SendBatch(ctx, b)
-				_, err := br.Exec()
-				var row sqlcClaimTxRow
-				if err == nil {
-					err = br.QueryRow().Scan(&row.Locked, &row.IdleTimeout, &row.Epoch)
-				}
-				if cerr := br.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return err
-				}
-				if !row.Locked || !row.Epoch.Valid {
-					return errors.New("claim: not acquired")
-				}
-				if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
-					return err
-				}
-				b = &pgx.Batch{}
-				b.Queue(completeTx, completeArgs(key, body, row.Epoch.Int64)...)
-				b.Queue("commit")
-				return finish(c.SendBatch(ctx, b), 0, func(pgconn.CommandTag) error { return nil })
 			})
 		}},
 	}, nil

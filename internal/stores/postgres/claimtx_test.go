@@ -2,11 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestClaimTxIdleBoundedByLease: a transaction that holds a claim and goes
@@ -63,5 +67,104 @@ func TestClaimTxDuplicateElsewhereGetsLeaseLeft(t *testing.T) {
 	}
 	if dup.LeaseRemaining < 8*time.Second || dup.LeaseRemaining > 9*time.Second {
 		t.Errorf("duplicate: LeaseRemaining %v while about 8.9 s are left", dup.LeaseRemaining)
+	}
+}
+
+// TestBeginClaimOneRoundTripPaths: BeginClaim sends BEGIN with the claim
+// in one query and reads its outcome from the server's report of
+// application_name; every outcome is checked, with the prepared claim
+// (pgx's default statement cache) and with the whole statement (the mode
+// for pgbouncer's transaction pooling): a first claim, a replay, a reused
+// key (the stored fingerprint comes back for the 422), a takeover of an
+// expired committed lease (epoch + 1), a duplicate of an attempt still in
+// its transaction (InProgress with its lease). No outcome costs the pool
+// a connection (a connection left in a transaction would be closed on
+// release), and the session's application_name is its own again after
+// each transaction.
+func TestBeginClaimOneRoundTripPaths(t *testing.T) {
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec} {
+		t.Run(mode.String(), func(t *testing.T) {
+			db := newTestDB(t)
+			pool := db.pool(t, func(c *pgxpool.Config) {
+				c.ConnConfig.DefaultQueryExecMode = mode
+				c.ConnConfig.RuntimeParams["application_name"] = "billing-api"
+				c.MaxConns = 4
+			})
+			st, err := NewStore(context.Background(), pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.inlineClaim != (mode != pgx.QueryExecModeCacheStatement) {
+				t.Fatalf("inlineClaim %v in mode %v", st.inlineClaim, mode)
+			}
+			ctx := context.Background()
+			k := idemrt.RecordKey{Scope: "createCharge", Key: harness.UniqueKey(t, "paths")}
+			req := idemrt.ClaimRequest{RecordKey: k, Fingerprint: [32]byte{1}, FingerprintVersion: 2, Lease: 10 * time.Second, TTL: time.Hour}
+			created := pool.Stat().NewConnsCount()
+
+			tx, first, err := st.BeginClaim(ctx, req)
+			if err != nil || first.State != idemrt.Acquired || first.TakenOver || first.Epoch <= 0 {
+				t.Fatalf("first claim: %+v, %v", first, err)
+			}
+			// A duplicate while the first attempt is in its transaction.
+			_, dup, err := st.BeginClaim(ctx, req)
+			if err != nil || dup.State != idemrt.InProgress || dup.LeaseRemaining < 8*time.Second || dup.LeaseRemaining > 10*time.Second {
+				t.Fatalf("duplicate in flight: %+v, %v; want InProgress with about 10 s left", dup, err)
+			}
+			resp := &idemrt.SavedResponse{Status: 201, Header: http.Header{"Location": {"/charges/1"}}, Body: []byte(`{"id":1}`)}
+			if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: first.Epoch, Response: resp, TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			_, replay, err := st.BeginClaim(ctx, req)
+			if err != nil || replay.State != idemrt.Completed || replay.Epoch != first.Epoch || replay.Response == nil ||
+				string(replay.Response.Body) != `{"id":1}` || replay.Response.Header.Get("Location") != "/charges/1" {
+				t.Fatalf("replay: %+v, %v", replay, err)
+			}
+			other := req
+			other.Fingerprint = [32]byte{2}
+			_, reused, err := st.BeginClaim(ctx, other)
+			if err != nil || reused.State != idemrt.Completed || reused.Fingerprint != req.Fingerprint {
+				t.Fatalf("reused key: %+v, %v; want Completed with the first request's fingerprint", reused, err)
+			}
+
+			// A committed claim (non-transactional) whose lease ends.
+			k2 := idemrt.RecordKey{Scope: "createCharge", Key: harness.UniqueKey(t, "paths-takeover")}
+			short := idemrt.ClaimRequest{RecordKey: k2, Fingerprint: [32]byte{3}, Lease: 200 * time.Millisecond, TTL: time.Hour}
+			abandoned, err := st.Claim(ctx, short)
+			if err != nil || abandoned.State != idemrt.Acquired {
+				t.Fatalf("claim: %+v, %v", abandoned, err)
+			}
+			_, held, err := st.BeginClaim(ctx, short)
+			if err != nil || held.State != idemrt.InProgress || held.Epoch != abandoned.Epoch {
+				t.Fatalf("claim within the lease: %+v, %v; want InProgress at epoch %d", held, err, abandoned.Epoch)
+			}
+			time.Sleep(400 * time.Millisecond)
+			short.Lease = 10 * time.Second
+			tx2, took, err := st.BeginClaim(ctx, short)
+			if err != nil || took.State != idemrt.Acquired || !took.TakenOver || took.Epoch != abandoned.Epoch+1 {
+				t.Fatalf("takeover: %+v, %v; want Acquired, TakenOver at epoch %d", took, err, abandoned.Epoch+1)
+			}
+			if err := tx2.Complete(ctx, idemrt.Completion{RecordKey: k2, Epoch: took.Epoch, TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx2.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Complete(ctx, idemrt.Completion{RecordKey: k2, Epoch: abandoned.Epoch, TTL: time.Hour}); !errors.Is(err, idemrt.ErrFenced) {
+				t.Errorf("the abandoned attempt completes after the takeover committed: %v, want ErrFenced", err)
+			}
+
+			if n := pool.Stat().NewConnsCount() - created; n > 3 {
+				t.Errorf("%d connections opened for 2 concurrent transactions at most: the pool closed connections left in a transaction", n)
+			}
+			var name string
+			if err := pool.QueryRow(ctx, "SHOW application_name").Scan(&name); err != nil || name != "billing-api" {
+				t.Errorf("application_name after the claims: %q, %v; want billing-api", name, err)
+			}
+		})
 	}
 }

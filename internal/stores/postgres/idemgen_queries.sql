@@ -1,10 +1,9 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
--- database's clock: a plain primary-key read, so that a replay or a
--- conflict in transactional mode costs the server what a SELECT does. It
--- decides nothing on its own: a key it finds absent, expired, released, or
--- in progress with an ended lease is claimed by ClaimTx, which re-checks
--- under the row's lock.
+-- database's clock: in transactional mode, the record ClaimTx found live,
+-- read after the ROLLBACK of ClaimTx's transaction in the same round
+-- trip. It decides nothing on its own: a record it finds no longer live is
+-- claimed again.
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
        (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
        (k.expires_at > statement_timestamp())::boolean AS unexpired,
@@ -72,20 +71,33 @@ LEFT JOIN ins ON true;
 
 -- name: ClaimTx :one
 -- ClaimTx claims a key inside the transaction of a transactional operation
--- (BeginClaim), after Lookup found it absent or not live: the record it
--- inserts or takes over stays uncommitted, invisible to other sessions,
--- until the handler's writes and the completion commit with it. The
+-- (BeginClaim), in the round trip of its BEGIN: the record it inserts or
+-- takes over stays uncommitted, invisible to other sessions, until the
+-- handler's writes and the completion commit with it. The
 -- transaction-scoped advisory lock on a 64-bit hash of the key, tried
 -- without waiting, tells a concurrent transactional attempt that the key
--- is held (locked false: nothing was written) rather than making it wait
--- on the uncommitted row. The upsert is Claim's: no epoch back means
--- another attempt's record is live. The transaction also gets
+-- is held (held: nothing was written) rather than making it wait on the
+-- uncommitted row. cur reads the committed record; when it is live (a
+-- replay, a conflict, a reused key), nothing is written (live). Otherwise
+-- the upsert is Claim's; no epoch back means another attempt's record
+-- became live since the snapshot (live too). The outcome, "acquired
+-- <epoch>", "takeover <epoch>", "held" or "live", is returned and also
+-- set, for the transaction only, at the end of application_name after
+-- tag: pgx's BeginTx returns no rows, but the server reports a change of
+-- application_name to the client (a ParameterStatus message) within the
+-- same round trip. The transaction also gets
 -- idle_in_transaction_session_timeout = the lease: a client that vanished
 -- without closing its connection (a network partition) cannot hold the
 -- key past its lease, since the server then ends the session.
 WITH probe AS (
     SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked,
            set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
+), cur AS (
+    SELECT k.epoch, k.state,
+           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+           (k.expires_at > statement_timestamp())::boolean AS unexpired
+    FROM idempotency_keys k
+    WHERE k.scope = sqlc.arg(scope)::varchar AND k.principal = sqlc.arg(principal)::bytea AND k.idem_key = sqlc.arg(idem_key)::varchar
 ), ins AS (
     INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -97,7 +109,7 @@ WITH probe AS (
            statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
-    WHERE probe.locked
+    WHERE probe.locked AND NOT EXISTS (SELECT FROM cur WHERE cur.live)
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -112,13 +124,23 @@ WITH probe AS (
         tombstone = false
     WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
     RETURNING t.epoch
+), outcome AS (
+    SELECT ins.epoch,
+           CASE WHEN NOT probe.locked THEN 'held'
+                WHEN ins.epoch IS NULL THEN 'live'
+                WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
+                ELSE 'acquired ' || ins.epoch
+           END::text AS claim
+    FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
 )
-SELECT probe.locked, probe.idle_timeout, ins.epoch
-FROM probe LEFT JOIN ins ON true;
+SELECT outcome.epoch, outcome.claim,
+       set_config('application_name', current_setting('application_name') || ' ' || sqlc.arg(tag)::text || outcome.claim, true) AS reported
+FROM outcome;
 
 -- name: HolderLease :one
 -- HolderLease is the lease left, in milliseconds, of the transactional
--- attempt that holds a key's advisory lock (ClaimTx found it taken), for
+-- attempt that holds a key's advisory lock (ClaimTx found it taken; read
+-- after the ROLLBACK of ClaimTx's transaction, in one round trip), for
 -- the Retry-After of a duplicate in another process: the holder's
 -- transaction began just after its lease did, so its start plus the lease
 -- is the lease's end (a few milliseconds late at most). 0 when no holder

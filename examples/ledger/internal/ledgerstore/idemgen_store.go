@@ -4,15 +4,21 @@ package ledgerstore
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -57,6 +63,9 @@ type Store struct {
 	pool      *pgxpool.Pool
 	q         *sqlcQueries
 	retention time.Duration // of processed message ids; see ProcessedRetention
+	// inlineClaim: BeginClaim sends ClaimTx whole, not an EXECUTE of it
+	// prepared on the connection (see beginClaimTx).
+	inlineClaim bool
 }
 
 var _ idemrt.ClaimTxStore = (*Store)(nil)
@@ -72,7 +81,8 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
 	}
-	return newStore(&Store{pool: pool, q: sqlcNew(pool)}, opts), nil
+	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
+	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
 }
 
 func checkPrimary(inRecovery, readOnly bool) error {
@@ -135,106 +145,238 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
 
-// lookup reads the record of key: live is its result when it is live (a
-// replay or a conflict); otherwise takeover tells whether it is in progress
-// with an ended lease, at readEpoch.
-func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.ClaimResult, takeover bool, readEpoch int64, err error) {
-	cur, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, false, 0, nil
-	case err != nil:
-		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
-	case cur.Live:
-		res, err := record{
-			state:              int64(cur.State),
-			epoch:              cur.Epoch,
-			fingerprint:        cur.Fingerprint,
-			fingerprintVersion: int64(cur.FingerprintVersion),
-			leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
-			status:             int64(cur.Status),
-			headers:            cur.Headers,
-			body:               cur.Body,
-			tombstone:          cur.Tombstone,
-		}.result()
-		return &res, false, 0, err
-	}
-	return nil, cur.Unexpired && cur.State == stateInProgress, cur.Epoch, nil
-}
-
-func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
-	if r == nil {
-		return idemrt.ClaimResult{}
-	}
-	return *r
-}
-
 // BeginClaim claims req's key inside a new transaction, in which the
 // handler's writes and the completion then commit with the record: one
 // commit per first request, and a rollback (or a crash) leaves no trace, so
-// the key may run again at once. A plain read comes first, as in Claim, so
-// that a replay or a conflict with a committed record costs one read and
-// no transaction. A concurrent transactional attempt holding the key (its
-// record not committed yet) is reported InProgress at once, through a
-// transaction-scoped advisory lock on a hash of the key tried without
-// waiting (a hash collision with another key held at that moment also
-// reads as InProgress: the client retries), with the holder's remaining
-// lease (see heldElsewhere).
+// the key may run again at once. The claim (ClaimTx) goes with the BEGIN,
+// in one round trip, and the handler gets pgx's own transaction: a first
+// request costs three round trips with the handler's one statement (BEGIN
+// with the claim, the statement, the completion with the COMMIT).
+//
+// A key whose committed record is live (a replay, a conflict, a reused
+// key) costs one round trip more: the ROLLBACK of the claim's transaction
+// with the read of the record (Lookup), in one round trip. So does a key
+// that a concurrent transactional attempt holds (its record not committed
+// yet), which is known by a transaction-scoped advisory lock on a hash of
+// the key tried without waiting (a hash collision with another key held at
+// that moment also reads as InProgress: the client retries): the ROLLBACK
+// goes with the read of the holder's remaining lease (see heldElsewhere).
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
 	if err := checkRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
 	claim := sqlcClaimTxParams{
 		LockKey:            lockKey(req.RecordKey),
+		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
 		TtlMs:              durationUnits(req.TTL, time.Millisecond),
 	}
 	for range maxClaimAttempts {
-		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
-		if err != nil || live != nil {
-			return nil, deref(live), err
-		}
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
 		}
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			conn.Release()
-			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
+		tx, res, err := s.claimOn(ctx, conn, req, claim)
+		if tx != nil {
+			return tx, res, nil
 		}
-		row, err := sqlcNew(tx).ClaimTx(ctx, claim)
-		if err != nil || !row.Locked || !row.Epoch.Valid {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			conn.Release()
+		conn.Release()
+		if err != nil || res.State != 0 {
+			return nil, res, err
 		}
-		switch {
-		case err != nil:
-			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case !row.Locked:
-			return nil, s.heldElsewhere(ctx, req, claim), nil
-		case !row.Epoch.Valid:
-			continue // another attempt's record is live: read it
-		}
-		epoch := row.Epoch.Int64
-		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
+		// The record ClaimTx found live is not live any more: claim again.
 	}
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
 }
 
+// claimOn runs BEGIN with ClaimTx on conn. It returns the open transaction
+// of an acquired key; else, with the transaction rolled back, the result
+// of the record or of the attempt that holds the key, or a zero result
+// when the record changed since ClaimTx saw it.
+func (s *Store) claimOn(ctx context.Context, conn *pgxpool.Conn, req idemrt.ClaimRequest, claim sqlcClaimTxParams) (idemrt.Tx, idemrt.ClaimResult, error) {
+	tx, outcome, err := s.beginClaimTx(ctx, conn, claim)
+	if err != nil {
+		return nil, idemrt.ClaimResult{}, err
+	}
+	kind, epochText, _ := strings.Cut(outcome, " ")
+	switch kind {
+	case "acquired", "takeover":
+		epoch, err := strconv.ParseInt(epochText, 10, 64)
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the claim reported %q", outcome)
+		}
+		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: kind == "takeover"}, nil
+	case "held":
+		return nil, heldElsewhere(ctx, sqlcNew(afterRollback{conn}), req, claim), nil
+	case "live":
+		cur, err := sqlcNew(afterRollback{conn}).Lookup(ctx, sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, idemrt.ClaimResult{}, nil // swept since
+		case err != nil:
+			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+		case !cur.Live:
+			return nil, idemrt.ClaimResult{}, nil
+		}
+		res, err := lookupRecord(cur)
+		return nil, res, err
+	}
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the claim reported %q", outcome)
+}
+
+// claimTxStatement is the name ClaimTx is prepared under on each
+// connection, for the EXECUTE in the begin query of BeginClaim.
+const claimTxStatement = "idempotency_keys_claim_tx"
+
+// claimTxBegin starts the begin query of BeginClaim (named as ClaimTx's
+// round trip for pgx's tracers).
+const claimTxBegin = "-- name: ClaimTx :one\nBEGIN;\n"
+
+// beginClaimTx begins a transaction on conn whose begin query runs ClaimTx
+// after BEGIN, in one round trip, and returns it with ClaimTx's outcome.
+// Its arguments are written into the query as literals (a simple-protocol
+// query takes no parameters): numbers, and text and bytes in hex, so that
+// nothing in them is read as SQL. With pgx's statement cache (its default
+// QueryExecModeCacheStatement) the query EXECUTEs ClaimTx prepared on the
+// connection, so that the server reuses its plan; with another mode (the
+// one for pgbouncer's transaction pooling, which keeps no prepared
+// statements for a client) it carries the whole statement, planned each
+// time.
+//
+// The outcome comes back as the end of application_name, which the server
+// reports to the client when ClaimTx changes it, after a random tag; a
+// connection pooler that does not pass the report on costs one read of
+// the setting.
+func (s *Store) beginClaimTx(ctx context.Context, conn *pgxpool.Conn, p sqlcClaimTxParams) (pgx.Tx, string, error) {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, "", fmt.Errorf("idempotency store: begin: %w", err)
+	}
+	p.Tag = "idemgen:" + hex.EncodeToString(nonce[:]) + ":"
+	args := []string{
+		textLiteral(p.Tag), intLiteral(p.LockKey), intLiteral(p.LeaseMs), textLiteral(p.Scope), bytesLiteral(p.Principal),
+		textLiteral(p.IdemKey), bytesLiteral(p.Fingerprint), intLiteral(int64(p.FingerprintVersion)), intLiteral(p.TtlMs),
+	}
+	var begin string
+	if s.inlineClaim {
+		begin = claimTxBegin + paramRef.ReplaceAllStringFunc(claimTx, func(m string) string {
+			n, _ := strconv.Atoi(m[1:])
+			return args[n-1]
+		})
+	} else {
+		if _, err := conn.Conn().Prepare(ctx, claimTxStatement, claimTx); err != nil {
+			return nil, "", fmt.Errorf("idempotency store: begin: preparing the claim: %w", err)
+		}
+		begin = claimTxBegin + "EXECUTE " + claimTxStatement + "(" + strings.Join(args, ", ") + ")"
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
+	if err != nil {
+		pc := conn.Conn().PgConn()
+		if !pc.IsClosed() && pc.TxStatus() != 'I' {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback")
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "26000" {
+			// The session lost the prepared claim (a DISCARD ALL): the
+			// next claim on this connection prepares it again.
+			_ = conn.Conn().Deallocate(context.WithoutCancel(ctx), claimTxStatement)
+		}
+		return nil, "", fmt.Errorf("idempotency store: begin and claim: %w", err)
+	}
+	name := conn.Conn().PgConn().ParameterStatus("application_name")
+	if _, outcome, ok := strings.Cut(name, p.Tag); ok {
+		return tx, outcome, nil
+	}
+	if err := tx.QueryRow(ctx, "SELECT current_setting('application_name')").Scan(&name); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, "", fmt.Errorf("idempotency store: claim: reading its outcome: %w", err)
+	}
+	if _, outcome, ok := strings.Cut(name, p.Tag); ok {
+		return tx, outcome, nil
+	}
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+	return nil, "", errors.New("idempotency store: claim: the transaction's application_name does not carry the claim's outcome")
+}
+
+// paramRef is a parameter ($1, $2, ...) of a statement.
+var paramRef = regexp.MustCompile(`\$[0-9]+`)
+
+func intLiteral(n int64) string { return "(" + strconv.FormatInt(n, 10) + ")" }
+
+func bytesLiteral(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" }
+
+func textLiteral(s string) string { return "convert_from(" + bytesLiteral([]byte(s)) + ", 'UTF8')" }
+
+// afterRollback runs a statement after the ROLLBACK of the connection's
+// transaction, in one round trip (a batch), for a sqlc method: only
+// QueryRow is used.
+type afterRollback struct{ conn *pgxpool.Conn }
+
+func (a afterRollback) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	b := &pgx.Batch{}
+	b.Queue("rollback")
+	b.Queue(sql, args...)
+	br := a.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return errRow{err}
+	}
+	return batchRow{br}
+}
+
+func (a afterRollback) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errors.New("idempotency store: afterRollback runs QueryRow only")
+}
+
+func (a afterRollback) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	return nil, errors.New("idempotency store: afterRollback runs QueryRow only")
+}
+
+// batchRow is the last row of a batch: Scan reads it and closes the batch.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// lookupRecord is the result of a live record as Lookup read it.
+func lookupRecord(cur sqlcLookupRow) (idemrt.ClaimResult, error) {
+	return record{
+		state:              int64(cur.State),
+		epoch:              cur.Epoch,
+		fingerprint:        cur.Fingerprint,
+		fingerprintVersion: int64(cur.FingerprintVersion),
+		leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+		status:             int64(cur.Status),
+		headers:            cur.Headers,
+		body:               cur.Body,
+		tombstone:          cur.Tombstone,
+	}.result()
+}
+
 // heldElsewhere is the InProgress result of a key whose advisory lock
 // another transactional attempt holds, with that attempt's remaining lease
-// when the server shows it (HolderLease): a duplicate in another process
-// then gets a Retry-After that reflects the lease, not 1 s. A failed look-up
-// leaves LeaseRemaining 0 (the wrapper then answers Retry-After: 1).
-func (s *Store) heldElsewhere(ctx context.Context, req idemrt.ClaimRequest, claim sqlcClaimTxParams) idemrt.ClaimResult {
+// when the server shows it (HolderLease, run by q): a duplicate in another
+// process then gets a Retry-After that reflects the lease, not 1 s. A
+// failed look-up leaves LeaseRemaining 0 (the wrapper then answers
+// Retry-After: 1).
+func heldElsewhere(ctx context.Context, q *sqlcQueries, req idemrt.ClaimRequest, claim sqlcClaimTxParams) idemrt.ClaimResult {
 	res := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
-	if ms, err := s.q.HolderLease(ctx, sqlcHolderLeaseParams{LeaseMs: claim.LeaseMs, LockKey: claim.LockKey}); err == nil && ms > 0 {
+	if ms, err := q.HolderLease(ctx, sqlcHolderLeaseParams{LeaseMs: claim.LeaseMs, LockKey: claim.LockKey}); err == nil && ms > 0 {
 		res.LeaseRemaining = time.Duration(ms) * time.Millisecond
 	}
 	return res

@@ -3,19 +3,18 @@
 -- A first request, transactional: the store's round trips (TestRoundTrips)
 -- with the handler's INSERT in the transaction after the claim, one commit.
 \set r random(1, 1000000000000)
--- name: Lookup :one
-SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
-       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-       (k.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-       k.status, k.headers, k.body, k.tombstone
-FROM idempotency_keys k
-WHERE k.scope = 'createCharge' AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AND k.idem_key = (:client_id || '-' || :r);
+\startpipeline
 begin;
 -- name: ClaimTx :one
 WITH probe AS (
     SELECT pg_try_advisory_xact_lock(:r::bigint) AS locked,
            set_config('idle_in_transaction_session_timeout', 60000::bigint::text, true) AS idle_timeout
+), cur AS (
+    SELECT k.epoch, k.state,
+           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
+           (k.expires_at > statement_timestamp())::boolean AS unexpired
+    FROM idempotency_keys k
+    WHERE k.scope = 'createCharge'::varchar AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea AND k.idem_key = (:client_id || '-' || :r)::varchar
 ), ins AS (
     INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -27,7 +26,7 @@ WITH probe AS (
            statement_timestamp() + (60000::bigint + 86400000::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
-    WHERE probe.locked
+    WHERE probe.locked AND NOT EXISTS (SELECT FROM cur WHERE cur.live)
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -42,10 +41,19 @@ WITH probe AS (
         tombstone = false
     WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
     RETURNING t.epoch
+), outcome AS (
+    SELECT ins.epoch,
+           CASE WHEN NOT probe.locked THEN 'held'
+                WHEN ins.epoch IS NULL THEN 'live'
+                WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
+                ELSE 'acquired ' || ins.epoch
+           END::text AS claim
+    FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
 )
-SELECT probe.locked, probe.idle_timeout, ins.epoch
-FROM probe LEFT JOIN ins ON true
-\gset
+SELECT outcome.epoch, outcome.claim,
+       set_config('application_name', current_setting('application_name') || ' ' || 'idemgen:0000000000000000:'::text || outcome.claim, true) AS reported
+FROM outcome;
+\endpipeline
 INSERT INTO plain (id, body) VALUES (gen_random_uuid()::text, '{"id":"ch_1","amount":100,"currency":"eur"}'::bytea);
 \startpipeline
 -- name: CompleteTx :one
@@ -60,7 +68,7 @@ WITH done AS (
         expires_at = statement_timestamp() + 86400000::bigint * interval '1 millisecond',
         sweep_at = GREATEST(sweep_at, statement_timestamp() + 86400000::bigint * interval '1 millisecond')
     WHERE scope = 'createCharge' AND principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AND idem_key = (:client_id || '-' || :r)
-      AND epoch = :epoch AND state = 1
+      AND epoch = epoch AND state = 1
     RETURNING 1
 )
 SELECT (1 / (SELECT count(*) FROM done))::integer AS completed;
