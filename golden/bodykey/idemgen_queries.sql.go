@@ -213,27 +213,29 @@ func (q *sqlcQueries) ClaimEvents(ctx context.Context, arg sqlcClaimEventsParams
 }
 
 const claimTx = `-- name: ClaimTx :one
-WITH probe AS (
-    SELECT pg_try_advisory_xact_lock($2::bigint) AS locked,
-           set_config('idle_in_transaction_session_timeout', $3::bigint::text, true) AS idle_timeout
-), cur AS (
+WITH cur AS (
     SELECT k.epoch, k.state,
            (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
            (k.expires_at > statement_timestamp())::boolean AS unexpired
     FROM subscription_keys k
-    WHERE k.scope = $4::varchar AND k.principal = $5::bytea AND k.idem_key = $6::varchar
+    WHERE k.scope = $2::varchar AND k.principal = $3::bytea AND k.idem_key = $4::varchar
+), probe AS (
+    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
+           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
+                ELSE pg_try_advisory_xact_lock($5::bigint) END AS locked,
+           set_config('idle_in_transaction_session_timeout', $6::bigint::text, true) AS idle_timeout
 ), ins AS (
     INSERT INTO subscription_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
         lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT $4::varchar, $5::bytea, $6::varchar, $7::bytea,
+    SELECT $2::varchar, $3::bytea, $4::varchar, $7::bytea,
            $8::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + $3::bigint * interval '1 millisecond',
+           statement_timestamp() + $6::bigint * interval '1 millisecond',
            statement_timestamp() + $9::bigint * interval '1 millisecond',
-           statement_timestamp() + ($3::bigint + $9::bigint) * interval '1 millisecond',
+           statement_timestamp() + ($6::bigint + $9::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
-    WHERE probe.locked AND NOT EXISTS (SELECT FROM cur WHERE cur.live)
+    WHERE probe.locked
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -250,7 +252,8 @@ WITH probe AS (
     RETURNING t.epoch
 ), outcome AS (
     SELECT ins.epoch,
-           CASE WHEN NOT probe.locked THEN 'held'
+           CASE WHEN probe.live THEN 'live'
+                WHEN NOT probe.locked THEN 'held'
                 WHEN ins.epoch IS NULL THEN 'live'
                 WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
                 ELSE 'acquired ' || ins.epoch
@@ -264,11 +267,11 @@ FROM outcome
 
 type sqlcClaimTxParams struct {
 	Tag                string
-	LockKey            int64
-	LeaseMs            int64
 	Scope              string
 	Principal          []byte
 	IdemKey            string
+	LockKey            int64
+	LeaseMs            int64
 	Fingerprint        []byte
 	FingerprintVersion int32
 	TtlMs              int64
@@ -287,10 +290,11 @@ type sqlcClaimTxRow struct {
 // transaction-scoped advisory lock on a 64-bit hash of the key, tried
 // without waiting, tells a concurrent transactional attempt that the key
 // is held (held: nothing was written) rather than making it wait on the
-// uncommitted row. cur reads the committed record; when it is live (a
-// replay, a conflict, a reused key), nothing is written (live). Otherwise
-// the upsert is Claim's; no epoch back means another attempt's record
-// became live since the snapshot (live too). The outcome, "acquired
+// uncommitted row. cur reads the committed record first; when it is live
+// (a replay, a conflict, a reused key), nothing is written and the lock is
+// not tried (live), so that concurrent replays of a key never see each
+// other as holders. Otherwise the upsert is Claim's; no epoch back means
+// another attempt's record became live since the snapshot (live too). The outcome, "acquired
 // <epoch>", "takeover <epoch>", "held" or "live", is returned and also
 // set, for the transaction only, at the end of application_name after
 // tag: pgx's BeginTx returns no rows, but the server reports a change of
@@ -302,11 +306,11 @@ type sqlcClaimTxRow struct {
 func (q *sqlcQueries) ClaimTx(ctx context.Context, arg sqlcClaimTxParams) (sqlcClaimTxRow, error) {
 	row := q.db.QueryRow(ctx, claimTx,
 		arg.Tag,
-		arg.LockKey,
-		arg.LeaseMs,
 		arg.Scope,
 		arg.Principal,
 		arg.IdemKey,
+		arg.LockKey,
+		arg.LeaseMs,
 		arg.Fingerprint,
 		arg.FingerprintVersion,
 		arg.TtlMs,

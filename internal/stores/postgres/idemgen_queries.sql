@@ -77,10 +77,11 @@ LEFT JOIN ins ON true;
 -- transaction-scoped advisory lock on a 64-bit hash of the key, tried
 -- without waiting, tells a concurrent transactional attempt that the key
 -- is held (held: nothing was written) rather than making it wait on the
--- uncommitted row. cur reads the committed record; when it is live (a
--- replay, a conflict, a reused key), nothing is written (live). Otherwise
--- the upsert is Claim's; no epoch back means another attempt's record
--- became live since the snapshot (live too). The outcome, "acquired
+-- uncommitted row. cur reads the committed record first; when it is live
+-- (a replay, a conflict, a reused key), nothing is written and the lock is
+-- not tried (live), so that concurrent replays of a key never see each
+-- other as holders. Otherwise the upsert is Claim's; no epoch back means
+-- another attempt's record became live since the snapshot (live too). The outcome, "acquired
 -- <epoch>", "takeover <epoch>", "held" or "live", is returned and also
 -- set, for the transaction only, at the end of application_name after
 -- tag: pgx's BeginTx returns no rows, but the server reports a change of
@@ -89,15 +90,17 @@ LEFT JOIN ins ON true;
 -- idle_in_transaction_session_timeout = the lease: a client that vanished
 -- without closing its connection (a network partition) cannot hold the
 -- key past its lease, since the server then ends the session.
-WITH probe AS (
-    SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked,
-           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
-), cur AS (
+WITH cur AS (
     SELECT k.epoch, k.state,
            (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
            (k.expires_at > statement_timestamp())::boolean AS unexpired
     FROM idempotency_keys k
     WHERE k.scope = sqlc.arg(scope)::varchar AND k.principal = sqlc.arg(principal)::bytea AND k.idem_key = sqlc.arg(idem_key)::varchar
+), probe AS (
+    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
+           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
+                ELSE pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) END AS locked,
+           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
 ), ins AS (
     INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -109,7 +112,7 @@ WITH probe AS (
            statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
-    WHERE probe.locked AND NOT EXISTS (SELECT FROM cur WHERE cur.live)
+    WHERE probe.locked
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -126,7 +129,8 @@ WITH probe AS (
     RETURNING t.epoch
 ), outcome AS (
     SELECT ins.epoch,
-           CASE WHEN NOT probe.locked THEN 'held'
+           CASE WHEN probe.live THEN 'live'
+                WHEN NOT probe.locked THEN 'held'
                 WHEN ins.epoch IS NULL THEN 'live'
                 WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
                 ELSE 'acquired ' || ins.epoch

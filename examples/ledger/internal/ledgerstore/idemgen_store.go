@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -259,9 +260,9 @@ func (s *Store) beginClaimTx(ctx context.Context, conn *pgxpool.Conn, p sqlcClai
 		return nil, "", fmt.Errorf("idempotency store: begin: %w", err)
 	}
 	p.Tag = "idemgen:" + hex.EncodeToString(nonce[:]) + ":"
-	args := []string{
-		textLiteral(p.Tag), intLiteral(p.LockKey), intLiteral(p.LeaseMs), textLiteral(p.Scope), bytesLiteral(p.Principal),
-		textLiteral(p.IdemKey), bytesLiteral(p.Fingerprint), intLiteral(int64(p.FingerprintVersion)), intLiteral(p.TtlMs),
+	args, err := literals(p)
+	if err != nil {
+		return nil, "", err
 	}
 	var begin string
 	if s.inlineClaim {
@@ -306,6 +307,28 @@ func (s *Store) beginClaimTx(ctx context.Context, conn *pgxpool.Conn, p sqlcClai
 
 // paramRef is a parameter ($1, $2, ...) of a statement.
 var paramRef = regexp.MustCompile(`\$[0-9]+`)
+
+// literals writes the fields of p, a sqlc params struct (whose fields
+// follow its statement's parameters, $1, $2, ...), as SQL literals.
+func literals(p sqlcClaimTxParams) ([]string, error) {
+	v := reflect.ValueOf(p)
+	out := make([]string, v.NumField())
+	for i := range out {
+		switch f := v.Field(i).Interface().(type) {
+		case string:
+			out[i] = textLiteral(f)
+		case []byte:
+			out[i] = bytesLiteral(f)
+		case int64:
+			out[i] = intLiteral(f)
+		case int32:
+			out[i] = intLiteral(int64(f))
+		default:
+			return nil, fmt.Errorf("idempotency store: claim: no SQL literal for a %T", f)
+		}
+	}
+	return out, nil
+}
 
 func intLiteral(n int64) string { return "(" + strconv.FormatInt(n, 10) + ")" }
 

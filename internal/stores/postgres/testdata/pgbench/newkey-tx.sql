@@ -6,15 +6,17 @@
 \startpipeline
 begin;
 -- name: ClaimTx :one
-WITH probe AS (
-    SELECT pg_try_advisory_xact_lock(:r::bigint) AS locked,
-           set_config('idle_in_transaction_session_timeout', 60000::bigint::text, true) AS idle_timeout
-), cur AS (
+WITH cur AS (
     SELECT k.epoch, k.state,
            (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
            (k.expires_at > statement_timestamp())::boolean AS unexpired
     FROM idempotency_keys k
     WHERE k.scope = 'createCharge'::varchar AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea AND k.idem_key = (:client_id || '-' || :r)::varchar
+), probe AS (
+    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
+           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
+                ELSE pg_try_advisory_xact_lock(:r::bigint) END AS locked,
+           set_config('idle_in_transaction_session_timeout', 60000::bigint::text, true) AS idle_timeout
 ), ins AS (
     INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
@@ -26,7 +28,7 @@ WITH probe AS (
            statement_timestamp() + (60000::bigint + 86400000::bigint) * interval '1 millisecond',
            0, '\x'::bytea, '\x'::bytea, false
     FROM probe
-    WHERE probe.locked AND NOT EXISTS (SELECT FROM cur WHERE cur.live)
+    WHERE probe.locked
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,
@@ -43,7 +45,8 @@ WITH probe AS (
     RETURNING t.epoch
 ), outcome AS (
     SELECT ins.epoch,
-           CASE WHEN NOT probe.locked THEN 'held'
+           CASE WHEN probe.live THEN 'live'
+                WHEN NOT probe.locked THEN 'held'
                 WHEN ins.epoch IS NULL THEN 'live'
                 WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
                 ELSE 'acquired ' || ins.epoch
