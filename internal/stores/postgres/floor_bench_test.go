@@ -20,7 +20,7 @@ import (
 // handlers that send the fewest statements a first request could, with
 // the store's own claim (Acquire) and completion (Complete) and no
 // wrapper, no read first, no advisory lock: what any design sending them
-// could reach against the bare INSERT handler (docs/performance.md).
+// could reach against the bare INSERT handler (docs/performance-log.md).
 //
 //   - floor-nontx: claim, the handler's INSERT, completion, each committed
 //     on its own (3 round trips, 3 commits): the non-transactional floor.
