@@ -7,6 +7,7 @@
 # Usage: bash cold.sh [ROUNDS] [-race]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+export GOWORK=off # a module of its own, outside the repository's go.work
 rounds=${1:-2}
 race=${2:-}
 out=$(mktemp -d)

@@ -3,7 +3,8 @@
 // github.com/ncruces/go-sqlite3 ("sqlite3"), in alternating slices so that a
 // change of load on a shared machine hits both alike. It is a module of its
 // own under testdata, so that neither CI nor the root module's graph
-// carries the second driver; cold.sh beside it measures the cold builds.
+// carries the second driver (run it with GOWORK=off: the repository's
+// go.work does not list it); cold.sh beside it measures the cold builds.
 //
 // The schema and the statements are read from the repository's
 // templates/sqlite (idemgen_schema.sql, idemgen_queries.sql): sqlc.arg(x)
@@ -12,8 +13,8 @@
 // read alike.
 //
 //	cd internal/stores/sqlite/testdata/driverbench
-//	flock /tmp/idemgen-bench.lock go run . -rounds 6 -slice 1s -synchronous 2
-//	flock /tmp/idemgen-bench.lock go run . -rounds 6 -slice 1s -synchronous 2 -clients 16
+//	flock /tmp/idemgen-bench.lock env GOWORK=off go run . -rounds 6 -slice 1s -synchronous 2
+//	flock /tmp/idemgen-bench.lock env GOWORK=off go run . -rounds 6 -slice 1s -synchronous 2 -clients 16
 package main
 
 import (
