@@ -67,8 +67,10 @@ func TestRoundTrips(t *testing.T) {
 	}, harness.RoundTripWant{
 		First: firstRoundTrips, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "Acquire", "Release"},
 	}, harness.RoundTripWant{
 		First: firstRoundTripsTx, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback", "HolderLease"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "begin", "ClaimTx", "rollback"},
 	})
 }
