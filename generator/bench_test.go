@@ -117,8 +117,9 @@ func BenchmarkGenerate(b *testing.B) {
 			for b.Loop() {
 				bb := &builder{cfg: cfg, doc: loaded.doc, files: newSpecFiles(cfg, data)}
 				bb.run()
-				if len(bb.unannotated) < 90 || bb.unannotated[0].Pos.Line == 0 {
-					b.Fatalf("%d findings", len(bb.unannotated))
+				bb.lintUnannotated()
+				if len(bb.advice.list) < 90 || bb.advice.list[0].Pos.Line == 0 {
+					b.Fatalf("%d findings", len(bb.advice.list))
 				}
 			}
 		})

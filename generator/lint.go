@@ -33,8 +33,22 @@ func Lint(ctx context.Context, cfg Config) (Diagnostics, error) {
 	}
 	b.run()
 	b.lintDesign()
-	all := slices.Concat(b.d.list, b.w.list, b.advice.list, b.unannotated)
+	b.lintUnannotated()
+	all := slices.Concat(b.d.list, b.w.list, b.advice.list)
 	return all.sorted(), nil
+}
+
+// lintUnannotated adds Lint's finding about each POST, PUT, PATCH and
+// DELETE operation under paths that carries no x-idempotent at all, with
+// the key to use when the operation already declares one (suggestKey).
+func (b *builder) lintUnannotated() {
+	for _, r := range b.refs {
+		if _, annotated := r.op.Extensions[extOp]; annotated || r.kind != InPaths || !mutating(r.method) {
+			continue
+		}
+		b.advice.addAs(SeverityFinding, b.at(r.keys...), "operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s",
+			describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))
+	}
 }
 
 // suggestKey returns, for an unannotated operation that already takes an

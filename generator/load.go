@@ -35,9 +35,6 @@ type builder struct {
 	// carry (or were given) an annotation.
 	refs      []*opRef
 	annotated map[*opRef]bool
-	// unannotated are the mutating operations under paths without any
-	// x-idempotent (not even false), for Lint.
-	unannotated []Diagnostic
 	// optOuts are the operations deliberately left unprotected, and
 	// optOutReasons those that say why.
 	optOuts       []*OptOut
@@ -45,8 +42,8 @@ type builder struct {
 	// optionalKeys are the operations whose annotation requires a key
 	// the spec declares optional, by the place of the declaration.
 	optionalKeys map[Pos][]optionalKey
-	// advice are Lint's warnings about the spec that generation does not
-	// depend on (a key parameter the operation does not declare).
+	// advice are Lint's own findings and warnings, which generation does
+	// not look for (unannotated operations, API design).
 	advice diags
 }
 
@@ -423,12 +420,10 @@ func (b *builder) annotationSource(r *opRef) (opSource, bool) {
 	return b.unannotatedSource(r)
 }
 
-// unannotatedSource records an unannotated mutating operation's finding
-// and gives it -annotate-mutating's annotation, when that is set and can
-// apply.
+// unannotatedSource gives an unannotated mutating operation
+// -annotate-mutating's annotation, when that is set and can apply (Lint
+// reports the operation: lintUnannotated).
 func (b *builder) unannotatedSource(r *opRef) (opSource, bool) {
-	b.unannotated = append(b.unannotated, Diagnostic{Pos: b.at(r.keys...), Severity: SeverityFinding, Msg: fmt.Sprintf(
-		"operation %s is not annotated: add x-idempotent, or x-idempotent: false if it is idempotent by nature%s", describeRef(r)+opIDSuffix(r.op.OperationID), suggestKey(r))})
 	if b.cfg.AnnotateMutating == nil {
 		return opSource{}, false
 	}

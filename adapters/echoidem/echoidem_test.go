@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/adapters/echoidem"
 	"github.com/idemgen/idemgen/internal/contracttest"
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/adapters/ginidem"
 	"github.com/idemgen/idemgen/internal/contracttest"
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 

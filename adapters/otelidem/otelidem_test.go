@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idemgen/idemgen/adapters/otelidem"
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 

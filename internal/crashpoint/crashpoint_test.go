@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 )
 
 func TestParse(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 

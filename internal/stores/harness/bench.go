@@ -107,20 +107,18 @@ type client struct {
 	w      DiscardWriter
 }
 
-const requestJSON = `{"amount":100}`
-
 func newClient(h http.Handler) *client {
 	r, err := http.NewRequest(http.MethodPost, "http://api.test/charges", nil)
 	if err != nil {
 		panic(err)
 	}
 	r.Header.Set("Content-Type", "application/json")
-	r.ContentLength = int64(len(requestJSON))
+	r.ContentLength = int64(len(RequestJSON))
 	return &client{h: h, r: r}
 }
 
 func (c *client) do(key string) error {
-	c.body.Reset(requestJSON)
+	c.body.Reset(RequestJSON)
 	c.r.Body = &c.body
 	c.keyVal[0] = key
 	c.r.Header["Idempotency-Key"] = c.keyVal[:]
@@ -274,7 +272,8 @@ type benchCase struct {
 //
 // IDEMGEN_BENCH_CASES, when set, is a comma-separated list of the case
 // names to run; the others are left out, with the ratios that need them.
-func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
+// It returns the names of the cases it ran.
+func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) []string {
 	cases, ratios = selectCases(b, cases, ratios, os.Getenv("IDEMGEN_BENCH_CASES"))
 	if len(cases) == 0 {
 		b.Fatal("IDEMGEN_BENCH_CASES selects no case")
@@ -307,6 +306,11 @@ func interleave(b *testing.B, cases []*benchCase, ratios [][2]string) {
 		slices.Sort(per)
 		b.ReportMetric(per[len(per)/2], "med-"+r[0]+"/"+r[1])
 	}
+	names := make([]string, len(cases))
+	for i, c := range cases {
+		names[i] = c.name
+	}
+	return names
 }
 
 // selectCases keeps the cases named in the comma-separated list only (all

@@ -2,49 +2,101 @@ package harness
 
 import (
 	"context"
-	"net/http"
+	"fmt"
 	"testing"
-)
+	"time"
 
-// HTTPFloor is a handler that sends a fixed sequence of statements for a
-// first request, with no wrapper around it: what a design that sends those
-// statements could reach at best.
-type HTTPFloor struct {
-	Name string
-	// Do runs the sequence for one request: key is its idempotency key,
-	// id and body the row the handler writes.
-	Do func(ctx context.Context, key, id string, body []byte) error
-}
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
 
 // HTTPFloors measures floors against the bare INSERT handler of
 // HTTPRatios (hb.Insert), through the same real net/http server and 16
 // clients, in interleaved 250 ms slices (8 rounds per b.N), together with
 // HTTPRatios' newkey and newkey-tx (that handler through idemrt.Wrap over
 // hb.Store), so that the wrapper, the store and the floors are compared in
-// one run. Each ratio is reported as name/insert, with the load average
-// before and after.
+// one run. floors come after StoreFloors(hb). Each ratio is reported as
+// name/insert, with the load average before and after.
 func HTTPFloors(b *testing.B, hb HTTPBackend, floors []HTTPFloor) {
-	load0 := loadAverage()
-	mux := newHTTPMux(b, hb)
+	floors = append(StoreFloors(hb), floors...)
+	only := []string{"insert", "newkey", "newkey-tx"}
 	for _, f := range floors {
-		mux.HandleFunc("POST /floor/"+f.Name, func(w http.ResponseWriter, r *http.Request) {
-			key := r.Header.Get("Idempotency-Key")
-			answerCreated(w, f.Do(r.Context(), key, key, httpBody))
-		})
+		only = append(only, f.Name)
 	}
-	srv, client := serveHTTP(b, mux)
-	postNew := func(path string) func(context.Context, int64) error { return postNewKey(client, srv.URL+path) }
-	cases := []*benchCase{
-		{name: "insert", fn: postNew("/bare")},
-		{name: "newkey", fn: postNew("/charges")},
-		{name: "newkey-tx", fn: postNew("/tx/charges")},
+	httpBench(b, hb, floors, only)
+}
+
+// StoreFloors are the floors any store has, through its own methods with
+// no wrapper around them:
+//
+//   - store-nontx: the store's Claim, the handler's INSERT, Complete (what
+//     newkey sends, without the wrapper);
+//   - store-tx: the store's BeginClaim, the INSERT in its transaction,
+//     Complete and Commit (what newkey-tx sends, without the wrapper);
+//   - insert-tx: the bare INSERT in the store's transaction shape
+//     (BeginTx, INSERT, Commit): what a transactional handler pays with no
+//     key at all.
+//
+// The last two need hb.InsertIn and a store that implements
+// idemrt.ClaimTxStore (store-tx).
+func StoreFloors(hb HTTPBackend) []HTTPFloor {
+	claimReq := func(key string) idemrt.ClaimRequest {
+		return idemrt.ClaimRequest{
+			RecordKey:   idemrt.RecordKey{Scope: "createCharge", Key: key},
+			Fingerprint: [32]byte{1}, FingerprintVersion: 2,
+			Lease: time.Minute, TTL: 24 * time.Hour,
+		}
 	}
-	ratios := [][2]string{{"newkey", "insert"}, {"newkey-tx", "insert"}}
-	for _, f := range floors {
-		cases = append(cases, &benchCase{name: f.Name, fn: postNew("/floor/" + f.Name)})
-		ratios = append(ratios, [2]string{f.Name, "insert"})
+	completion := func(key string, body []byte, epoch int64) idemrt.Completion {
+		return idemrt.Completion{
+			RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: key}, Epoch: epoch, TTL: 24 * time.Hour,
+			Response: &idemrt.SavedResponse{Status: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: body},
+		}
 	}
-	interleave(b, cases, ratios)
-	b.ReportMetric(load0, "load1-start")
-	b.ReportMetric(loadAverage(), "load1-end")
+	st := hb.Store
+	floors := []HTTPFloor{{Name: "store-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
+		res, err := st.Claim(ctx, claimReq(key))
+		if err != nil {
+			return err
+		}
+		if res.State != idemrt.Acquired {
+			return fmt.Errorf("claim: state %v", res.State)
+		}
+		if err := hb.Insert(ctx, id, body); err != nil {
+			return err
+		}
+		return st.Complete(ctx, completion(key, body, res.Epoch))
+	}}}
+	if hb.InsertIn == nil {
+		return floors
+	}
+	if cst, ok := st.(idemrt.ClaimTxStore); ok {
+		floors = append(floors, HTTPFloor{Name: "store-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
+			tx, res, err := cst.BeginClaim(ctx, claimReq(key))
+			if err != nil {
+				return err
+			}
+			if res.State != idemrt.Acquired {
+				return fmt.Errorf("claim: state %v", res.State)
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx))
+			if err := hb.InsertIn(ctx, tx, id, body); err != nil {
+				return err
+			}
+			if err := tx.Complete(ctx, completion(key, body, res.Epoch)); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}})
+	}
+	return append(floors, HTTPFloor{Name: "insert-tx", Do: func(ctx context.Context, _, id string, body []byte) error {
+		tx, err := st.BeginTx(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		if err := hb.InsertIn(ctx, tx, id, body); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}})
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,37 +63,59 @@ func SQLBackend(st idemrt.TxStore, conn *sql.DB,
 
 // SQLHTTPBackend creates the table "plain (id idType PRIMARY KEY, body
 // bodyType)" on conn and returns the HTTPBackend of a database/sql store
-// over it; txFrom is the store package's generated TxFromContext. Its
-// statements are prepared once, as the stores' are (without that,
-// go-sql-driver/mysql makes each query with arguments three round trips:
-// prepare, execute, close).
+// over it (see NewSQLHTTPBackend); its statements are closed when b ends.
 func SQLHTTPBackend(b testing.TB, st idemrt.TxStore, conn *sql.DB, txFrom func(context.Context) (*sql.Tx, bool), idType, bodyType string) HTTPBackend {
 	b.Helper()
-	if _, err := conn.Exec("CREATE TABLE plain (id " + idType + " PRIMARY KEY, body " + bodyType + " NOT NULL)"); err != nil {
-		b.Fatal(err)
-	}
-	insert, err := conn.Prepare("INSERT INTO plain (id, body) VALUES (?, ?)")
+	hb, closeStmts, err := NewSQLHTTPBackend(context.Background(), st, conn, txFrom, idType, bodyType)
 	if err != nil {
 		b.Fatal(err)
 	}
-	get, err := conn.Prepare("SELECT body FROM plain WHERE id = ?")
-	if err != nil {
-		b.Fatal(err)
+	b.Cleanup(closeStmts)
+	return hb
+}
+
+// NewSQLHTTPBackend creates the table "plain (id idType PRIMARY KEY, body
+// bodyType)" on conn and returns the HTTPBackend of a database/sql store
+// over it, and the function that closes its statements; txFrom is the
+// store package's generated TxFromContext. Its statements are prepared
+// once, as the stores' are (without that, go-sql-driver/mysql makes each
+// query with arguments three round trips: prepare, execute, close).
+func NewSQLHTTPBackend(ctx context.Context, st idemrt.TxStore, conn *sql.DB, txFrom func(context.Context) (*sql.Tx, bool), idType, bodyType string) (HTTPBackend, func(), error) {
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE plain (id "+idType+" PRIMARY KEY, body "+bodyType+" NOT NULL)"); err != nil {
+		return HTTPBackend{}, nil, err
 	}
-	b.Cleanup(func() { insert.Close(); get.Close() })
+	insert, err := conn.PrepareContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)")
+	if err != nil {
+		return HTTPBackend{}, nil, err
+	}
+	get, err := conn.PrepareContext(ctx, "SELECT body FROM plain WHERE id = ?")
+	if err != nil {
+		insert.Close()
+		return HTTPBackend{}, nil, err
+	}
+	insertIn := func(ctx context.Context, tx *sql.Tx, id string, body []byte) error {
+		_, err := tx.StmtContext(ctx, insert).ExecContext(ctx, id, body)
+		return err
+	}
 	return HTTPBackend{
 		Store: st,
 		Insert: func(ctx context.Context, id string, body []byte) error {
 			if tx, ok := txFrom(ctx); ok {
-				_, err := tx.StmtContext(ctx, insert).ExecContext(ctx, id, body)
-				return err
+				return insertIn(ctx, tx, id, body)
 			}
 			_, err := insert.ExecContext(ctx, id, body)
 			return err
+		},
+		InsertIn: func(ctx context.Context, tx idemrt.Tx, id string, body []byte) error {
+			sqlTx, ok := tx.Handle().(*sql.Tx)
+			if !ok {
+				return fmt.Errorf("harness: the store's transaction is a %T, not a *sql.Tx", tx.Handle())
+			}
+			return insertIn(ctx, sqlTx, id, body)
 		},
 		Get: func(ctx context.Context, id string) (body []byte, err error) {
 			err = get.QueryRowContext(ctx, id).Scan(&body)
 			return body, err
 		},
-	}
+	}, func() { insert.Close(); get.Close() }, nil
 }

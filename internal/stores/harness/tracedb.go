@@ -211,6 +211,13 @@ type RoundTripWant struct {
 	// Takeover is a request after an abandoned committed claim's lease
 	// ended (not transactional).
 	Takeover []string
+	// Mismatch is a request that reuses a completed key with another body
+	// (422).
+	Mismatch []string
+	// Unsaved is a first request whose handler answers 500, which is not
+	// saved: the claim is released (or, transactional, rolled back). The
+	// next request with its key is a first request again (First).
+	Unsaved []string
 }
 
 // RoundTrips pins the statements each request makes through the wrapper
@@ -250,13 +257,21 @@ func roundTrips(t *testing.T, st idemrt.Store, take func() []string, transaction
 			slow <- struct{}{}
 			<-release
 		}
+		if r.Header.Get("X-Fail") != "" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(http.StatusCreated)
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	send := func(key string, header http.Header) int {
-		r, _ := http.NewRequest(http.MethodPost, "http://api.test/charges", strings.NewReader(`{}`))
+		body := `{}`
+		if b := header.Get("X-Body"); b != "" {
+			body = b
+		}
+		r, _ := http.NewRequest(http.MethodPost, "http://api.test/charges", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Idempotency-Key", key)
 		for k, v := range header {
@@ -277,6 +292,10 @@ func roundTrips(t *testing.T, st idemrt.Store, take func() []string, transaction
 	key, busy, abandoned := UniqueKey(t, "rt"), UniqueKey(t, "rt-busy"), UniqueKey(t, "rt-abandoned")
 	expect("first request", send(key, nil), http.StatusCreated, want.First)
 	expect("replay", send(key, nil), http.StatusCreated, want.Replay)
+	expect("mismatch", send(key, http.Header{"X-Body": {`{"other":1}`}}), http.StatusUnprocessableEntity, want.Mismatch)
+	failed := UniqueKey(t, "rt-failed")
+	expect("unsaved answer", send(failed, http.Header{"X-Fail": {"1"}}), http.StatusInternalServerError, want.Unsaved)
+	expect("retry after an unsaved answer", send(failed, nil), http.StatusCreated, want.First)
 
 	done := make(chan int)
 	go func() { done <- send(busy, http.Header{"X-Slow": {"1"}}) }()

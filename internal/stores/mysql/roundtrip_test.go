@@ -30,8 +30,10 @@ func TestRoundTrips(t *testing.T) {
 	}, harness.RoundTripWant{
 		First: []string{"Lookup", "Claim", "Complete"}, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Claim", "Complete"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "Claim", "Release"},
 	}, harness.RoundTripWant{
 		First: []string{"Lookup", "begin", "Claim", "Complete", "commit"}, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "Claim", "rollback"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "begin", "Claim", "rollback"},
 	})
 }

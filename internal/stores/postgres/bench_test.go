@@ -134,23 +134,6 @@ func BenchmarkSweepersNetwork(b *testing.B) {
 	harness.SweepBatches(b, fill, stores)
 }
 
-// plainInsert is the bare handler's statement in BenchmarkHTTP, and the
-// handler's write in the pgbench scripts (TestPgbenchScripts).
-const plainInsert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
-
-// insertPlain is the bare handler's write: plainInsert, in the operation's
-// transaction when there is one (transactional mode), else on pool.
-func insertPlain(pool *pgxpool.Pool) func(ctx context.Context, id string, body []byte) error {
-	return func(ctx context.Context, id string, body []byte) error {
-		if tx, ok := TxFromContext(ctx); ok {
-			_, err := tx.Exec(ctx, plainInsert, id, body)
-			return err
-		}
-		_, err := pool.Exec(ctx, plainInsert, id, body)
-		return err
-	}
-}
-
 // BenchmarkHTTP measures what users pay, through a real net/http server on
 // 127.0.0.1 with 16 clients (see harness.HTTPRatios): a handler inserting
 // one row, bare and protected in both modes, and a bare primary-key GET
@@ -165,15 +148,9 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
+	hb, err := BenchBackend(ctx, pool, st)
+	if err != nil {
 		b.Fatal(err)
 	}
-	harness.HTTPRatios(b, harness.HTTPBackend{
-		Store:  st,
-		Insert: insertPlain(pool),
-		Get: func(ctx context.Context, id string) (body []byte, err error) {
-			err = pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&body)
-			return body, err
-		},
-	})
+	harness.HTTPRatios(b, hb)
 }

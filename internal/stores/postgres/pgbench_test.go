@@ -198,7 +198,7 @@ func pgbenchScripts(t *testing.T) map[string]string {
 
 // TestPgbenchScripts keeps the pgbench scripts of testdata/pgbench, which
 // measure the floor of the store's statement sequences in the server
-// alone (floor.sh, docs/performance.md), the same as what the store
+// alone (floor.sh, docs/performance-log.md), the same as what the store
 // sends: the statements are the constants the store sends, in the round
 // trips TestRoundTrips pins, with literal arguments. -update rewrites
 // them. With IDEMGEN_TEST_POSTGRES set and pgbench on the PATH, each

@@ -38,7 +38,7 @@ func (pgxTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)
 // firstRoundTrips and firstRoundTripsTx are the round trips of a first
 // request, non-transactional and transactional (a batch's statements joined
 // by "+"): TestRoundTrips pins them, and TestPgbenchScripts writes the
-// pgbench scripts of docs/performance.md from them, so that the scripts
+// pgbench scripts of docs/performance-log.md from them, so that the scripts
 // send what the store sends.
 var (
 	firstRoundTrips   = []string{"Lookup", "Acquire", "Complete"}
@@ -67,8 +67,10 @@ func TestRoundTrips(t *testing.T) {
 	}, harness.RoundTripWant{
 		First: firstRoundTrips, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "Acquire", "Release"},
 	}, harness.RoundTripWant{
 		First: firstRoundTripsTx, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup", "begin", "ClaimTx", "rollback", "HolderLease"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "begin", "ClaimTx", "rollback"},
 	})
 }

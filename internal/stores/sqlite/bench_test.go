@@ -78,3 +78,28 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 	harness.HTTPRatios(b, harness.SQLHTTPBackend(b, st, conn, TxFromContext, "TEXT", "BLOB"))
 }
+
+// BenchmarkHTTPFloor measures, through BenchmarkHTTP's server and clients,
+// the floors of a first request (BenchFloors, harness.StoreFloors) against
+// the bare INSERT handler, with BenchmarkHTTP's newkey and newkey-tx in the
+// same rounds.
+//
+//	go test ./internal/stores/sqlite -run '^$' -bench HTTPFloor -benchtime 1x -count 3
+func BenchmarkHTTPFloor(b *testing.B) {
+	db := newTestDB(b)
+	conn := db.open(b)
+	conn.SetMaxOpenConns(harness.Clients)
+	conn.SetMaxIdleConns(harness.Clients)
+	ctx := context.Background()
+	st, err := NewStore(ctx, conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hb := harness.SQLHTTPBackend(b, st, conn, TxFromContext, "TEXT", "BLOB")
+	floors, closeStmts, err := BenchFloors(ctx, conn, hb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeStmts()
+	harness.HTTPFloors(b, hb, floors)
+}

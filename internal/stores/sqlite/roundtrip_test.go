@@ -35,8 +35,10 @@ func TestRoundTrips(t *testing.T) {
 	}, harness.RoundTripWant{
 		First: []string{"Lookup", "Acquire", "Complete"}, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"}, Takeover: []string{"Lookup", "Acquire", "Complete"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "Acquire", "Release"},
 	}, harness.RoundTripWant{
 		First: []string{"Lookup", "begin", "Acquire", "Complete", "commit"}, Replay: []string{"Lookup"},
 		Conflict: []string{"Lookup"},
+		Mismatch: []string{"Lookup"}, Unsaved: []string{"Lookup", "begin", "Acquire", "rollback"},
 	})
 }

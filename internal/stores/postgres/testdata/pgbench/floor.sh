@@ -1,7 +1,7 @@
 #!/bin/sh
 # floor.sh measures, with pgbench (a C client, so no Go, HTTP or pool in the
 # way), what the server alone allows for a first request's statements, next
-# to the bare handler's INSERT (docs/performance.md, "What users pay (HTTP)").
+# to the bare handler's INSERT (docs/performance-log.md, "PostgreSQL: the floor of a first request").
 # Each script runs right after an INSERT run, and its ratio is to that run,
 # so that a change of load hits both sides of a ratio alike.
 #

@@ -1,6 +1,6 @@
 -- Server-side comparison of the store's statements with the plain SQL of
 -- BenchmarkRatio, driven by pgbench (a C client, so the numbers leave out
--- Go). Run in an empty database; see docs/performance.md.
+-- Go). Run in an empty database; see docs/performance-log.md.
 \ir ../../idemgen_schema.sql
 CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL);
 INSERT INTO plain SELECT 'pre-' || g, convert_to('{"id":"ch_1","amount":100,"currency":"eur"}', 'UTF8') FROM generate_series(0, 999) g;

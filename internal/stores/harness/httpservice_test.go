@@ -1,0 +1,105 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// memBackend is an HTTPBackend over the memory store and a map.
+func memBackend() HTTPBackend {
+	var mu sync.Mutex
+	rows := map[string][]byte{}
+	return HTTPBackend{
+		Store: idemrt.NewMemoryStore(),
+		Insert: func(_ context.Context, id string, body []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := rows[id]; ok {
+				return errors.New("duplicate key")
+			}
+			rows[id] = body
+			return nil
+		},
+		Get: func(_ context.Context, id string) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if b, ok := rows[id]; ok {
+				return b, nil
+			}
+			return nil, errors.New("no row")
+		},
+	}
+}
+
+// TestHTTPServiceCounts: each case's requests, built by Request, get the
+// case's status, and its route's counts pass Check; the same counts fail
+// Check for a case that expects the other path (a replay counted as a new
+// key, a new key as a replay), and an error answer is counted with a
+// sample of its body.
+func TestHTTPServiceCounts(t *testing.T) {
+	svc, err := NewHTTPService(memBackend(), StoreFloors(memBackend()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Seed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	cases := map[string]HTTPCase{}
+	for _, c := range svc.Cases {
+		cases[c.Name] = c
+		before := svc.Stats().Routes[c.Route()]
+		const n = 5
+		for i := range int64(n) {
+			req, err := svc.Request(srv.URL, c, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := do(srv.Client(), req, c.Status); err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+		}
+		d := svc.Stats().Routes[c.Route()].Sub(before)
+		if err := c.Check(d, n, 1); err != nil {
+			t.Error(err)
+		}
+		if d.Requests != n {
+			t.Errorf("%s: %d requests counted, want %d", c.Name, d.Requests, n)
+		}
+	}
+	if _, ok := cases["store-nontx"]; !ok {
+		t.Error("no store-nontx floor case")
+	}
+	replay := RouteStats{Requests: 3, Replayed: 3, Statuses: map[int]int64{201: 3}}
+	if err := cases["newkey"].Check(replay, 3, 1); err == nil || !strings.Contains(err.Error(), "want none") {
+		t.Errorf("replays checked as new keys: %v", err)
+	}
+	fresh := RouteStats{Requests: 3, Runs: 3, Statuses: map[int]int64{201: 3}}
+	if err := cases["replay"].Check(fresh, 3, 1); err == nil || !strings.Contains(err.Error(), "want all") {
+		t.Errorf("new keys checked as replays: %v", err)
+	}
+	if err := cases["newkey"].Check(fresh, 3, 1); err != nil {
+		t.Errorf("new keys checked as new keys: %v", err)
+	}
+	// A replay of a seeded key with another body: 422, counted with its body.
+	before := svc.Stats().Routes["/charges"]
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/charges", strings.NewReader(`{"amount":5}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", svc.ReplayKeyOf(0))
+	if err := do(srv.Client(), req, http.StatusUnprocessableEntity); err != nil {
+		t.Fatal(err)
+	}
+	d := svc.Stats().Routes["/charges"].Sub(before)
+	err = cases["replay"].Check(d, 1, 1)
+	if err == nil || !strings.Contains(err.Error(), "status 422") || !strings.Contains(err.Error(), "fingerprint-mismatch") {
+		t.Errorf("a 422 checked as a replay: %v", err)
+	}
+}

@@ -1,0 +1,253 @@
+package postgres
+
+// This file is not rendered by idemgen: it holds the HTTP benchmarks'
+// PostgreSQL side (the bare handlers' table and statements, and the
+// floors), shared by BenchmarkHTTP, BenchmarkHTTPFloor and the external
+// load generator (internal/stores/harness/cmd/loadbench).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemgen/idemgen/internal/stores/harness"
+	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// plainInsert is the bare handler's statement in the HTTP benchmarks, and
+// the handler's write in the pgbench scripts (TestPgbenchScripts).
+const plainInsert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
+
+// BenchBackend creates the bare handlers' table "plain" on pool and
+// returns the HTTP benchmarks' backend over st and it: the INSERT (in the
+// operation's transaction when there is one, transactional mode), and the
+// primary-key GET.
+func BenchBackend(ctx context.Context, pool *pgxpool.Pool, st *Store) (harness.HTTPBackend, error) {
+	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
+		return harness.HTTPBackend{}, err
+	}
+	return harness.HTTPBackend{
+		Store: st,
+		Insert: func(ctx context.Context, id string, body []byte) error {
+			if tx, ok := TxFromContext(ctx); ok {
+				_, err := tx.Exec(ctx, plainInsert, id, body)
+				return err
+			}
+			_, err := pool.Exec(ctx, plainInsert, id, body)
+			return err
+		},
+		InsertIn: func(ctx context.Context, tx idemrt.Tx, id string, body []byte) error {
+			ptx, ok := tx.Handle().(pgx.Tx)
+			if !ok {
+				return fmt.Errorf("the store's transaction is a %T, not a pgx.Tx", tx.Handle())
+			}
+			_, err := ptx.Exec(ctx, plainInsert, id, body)
+			return err
+		},
+		Get: func(ctx context.Context, id string) (body []byte, err error) {
+			err = pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&body)
+			return body, err
+		},
+	}, nil
+}
+
+// BenchFloors are handlers that send the fewest statements a first
+// request could, with the store's own claim (Acquire) and completion
+// (Complete) and no wrapper, no read first, no advisory lock: what any
+// design sending them could reach against the bare INSERT handler
+// (docs/performance-log.md). They write through pool, as hb.Insert does.
+//
+//   - floor-nontx: claim, the handler's INSERT, completion, each committed
+//     on its own (3 round trips, 3 commits): the non-transactional floor.
+//
+//   - floor-tx: BEGIN, claim, INSERT, completion, COMMIT (5 round trips).
+//
+//   - floor-tx-batched: BEGIN with the claim, the INSERT, the completion
+//     with the COMMIT (3 round trips): the fewest a transactional design
+//     can send with the handler running between claim and completion.
+//
+//   - floor-tx-1rt: all five in one round trip, which no implementation
+//     can send (the handler runs between the claim and the completion).
+//
+//   - store-tx-batched: the store's read, then BEGIN sent with its ClaimTx,
+//     the INSERT, CompleteTx with the COMMIT (4 round trips), the fewest
+//     the store could send while a replay stays one read.
+//
+// harness.StoreFloors adds the store's own paths without the wrapper.
+func BenchFloors(pool *pgxpool.Pool) ([]harness.HTTPFloor, error) {
+	principal := make([]byte, 32)
+	fingerprint := []byte(strings.Repeat("f", 32))
+	headers := []byte("Content-Type: application/json")
+	const leaseMs, ttlMs = int64(60000), int64(86400000)
+	acquireArgs := func(key string) []any {
+		return []any{"createCharge", principal, key, fingerprint, int32(2), leaseMs, ttlMs}
+	}
+	completeArgs := func(key string, body []byte, epoch int64) []any {
+		return []any{int32(201), headers, body, false, ttlMs, "createCharge", principal, key, epoch}
+	}
+	// The completion in the claim's transaction needs no epoch: the
+	// transaction holds the row.
+	completeAny := strings.Replace(complete, "AND epoch = $9", "AND epoch = epoch", 1)
+	if completeAny == complete {
+		return nil, errors.New("Complete has no epoch condition to drop")
+	}
+	completed := func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return errors.New("the completion matched no record")
+		}
+		return nil
+	}
+	inConn := func(ctx context.Context, f func(c *pgxpool.Conn) error) error {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		if err := f(c); err != nil {
+			_, _ = c.Exec(context.WithoutCancel(ctx), "rollback")
+			return err
+		}
+		return nil
+	}
+	return []harness.HTTPFloor{
+		{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
+			var epoch int64
+			if err := pool.QueryRow(ctx, acquire, acquireArgs(key)...).Scan(&epoch); err != nil {
+				return err
+			}
+			if _, err := pool.Exec(ctx, plainInsert, id, body); err != nil {
+				return err
+			}
+			tag, err := pool.Exec(ctx, complete, completeArgs(key, body, epoch)...)
+			if err != nil {
+				return err
+			}
+			return completed(tag)
+		}},
+		{Name: "floor-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx))
+			var epoch int64
+			if err := tx.QueryRow(ctx, acquire, acquireArgs(key)...).Scan(&epoch); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, plainInsert, id, body); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, complete, completeArgs(key, body, epoch)...)
+			if err != nil {
+				return err
+			}
+			if err := completed(tag); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}},
+		{Name: "floor-tx-batched", Do: func(ctx context.Context, key, id string, body []byte) error {
+			return inConn(ctx, func(c *pgxpool.Conn) error {
+				b := &pgx.Batch{}
+				b.Queue("begin")
+				b.Queue(acquire, acquireArgs(key)...)
+				br := c.SendBatch(ctx, b)
+				_, err := br.Exec()
+				var epoch int64
+				if err == nil {
+					err = br.QueryRow().Scan(&epoch)
+				}
+				if cerr := br.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
+					return err
+				}
+				b = &pgx.Batch{}
+				b.Queue(complete, completeArgs(key, body, epoch)...)
+				b.Queue("commit")
+				return finish(c.SendBatch(ctx, b), 0, completed)
+			})
+		}},
+		{Name: "floor-tx-1rt", Do: func(ctx context.Context, key, id string, body []byte) error {
+			return inConn(ctx, func(c *pgxpool.Conn) error {
+				b := &pgx.Batch{}
+				b.Queue("begin")
+				b.Queue(acquire, acquireArgs(key)...)
+				b.Queue(plainInsert, id, body)
+				b.Queue(completeAny, completeArgs(key, body, 0)[:8]...)
+				b.Queue("commit")
+				return finish(c.SendBatch(ctx, b), 3, completed)
+			})
+		}},
+		{Name: "store-tx-batched", Do: func(ctx context.Context, key, id string, body []byte) error {
+			rk := idemrt.RecordKey{Scope: "createCharge", Key: key}
+			if err := pool.QueryRow(ctx, lookup, "createCharge", rk.PrincipalHash[:], key).Scan(); !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("lookup: %v", err)
+			}
+			return inConn(ctx, func(c *pgxpool.Conn) error {
+				b := &pgx.Batch{}
+				b.Queue("begin")
+				b.Queue(claimTx, lockKey(rk), leaseMs, "createCharge", rk.PrincipalHash[:], key, fingerprint, int32(2), ttlMs)
+				br := c.SendBatch(ctx, b)
+				_, err := br.Exec()
+				var row sqlcClaimTxRow
+				if err == nil {
+					err = br.QueryRow().Scan(&row.Locked, &row.IdleTimeout, &row.Epoch)
+				}
+				if cerr := br.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+				if !row.Locked || !row.Epoch.Valid {
+					return errors.New("claim: not acquired")
+				}
+				if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
+					return err
+				}
+				b = &pgx.Batch{}
+				b.Queue(completeTx, completeArgs(key, body, row.Epoch.Int64)...)
+				b.Queue("commit")
+				return finish(c.SendBatch(ctx, b), 0, func(pgconn.CommandTag) error { return nil })
+			})
+		}},
+	}, nil
+}
+
+// finish reads a batch ending in a completion and COMMIT: before
+// statements, then the completion (checked by check), then the COMMIT.
+func finish(br pgx.BatchResults, before int, check func(pgconn.CommandTag) error) error {
+	var err error
+	for range before {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		if err == nil {
+			err = check(tag)
+		}
+	}
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = errors.New("the server rolled the transaction back")
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
