@@ -14,9 +14,9 @@
 // and check it with IDEMGEN_TEST_SQLC=1 go test ./templates.
 package templates
 
-//go:generate go tool -modfile=../tools.mod sqlc generate -f postgres/idemgen_sqlc.yaml
-//go:generate go tool -modfile=../tools.mod sqlc generate -f sqlite/idemgen_sqlc.yaml
-//go:generate go tool -modfile=../tools.mod sqlc generate -f mysql/idemgen_sqlc.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned sqlc generate -f postgres/idemgen_sqlc.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned sqlc generate -f sqlite/idemgen_sqlc.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned sqlc generate -f mysql/idemgen_sqlc.yaml
 
 import (
 	"bytes"

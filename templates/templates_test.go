@@ -187,8 +187,9 @@ func TestRenderRejects(t *testing.T) {
 
 // sqlcGenerate runs the pinned sqlc's generate on the configuration file
 // yaml: $IDEMGEN_SQLC if set (a prebuilt binary), else go tool
-// -modfile=tools.mod sqlc, run from the repository root (go tool needs the
-// main module; sqlc reads the paths in the yaml relative to the yaml).
+// -modfile=tools.mod sqlc, run from the repository root outside the
+// workspace (go tool needs the main module and refuses -modfile in workspace
+// mode; sqlc reads the paths in the yaml relative to the yaml).
 func sqlcGenerate(t *testing.T, yaml string) {
 	t.Helper()
 	yaml, err := filepath.Abs(yaml)
@@ -200,6 +201,7 @@ func sqlcGenerate(t *testing.T, yaml string) {
 		cmd = exec.Command(bin, "generate", "-f", yaml)
 	} else {
 		cmd = exec.Command("go", "tool", "-modfile=tools.mod", "sqlc", "generate", "-f", yaml)
+		cmd.Env = append(os.Environ(), "GOWORK=off")
 	}
 	cmd.Dir = testutil.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {

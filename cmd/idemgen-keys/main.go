@@ -11,7 +11,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/idemgen/idemgen/internal/keystool"
+	"github.com/idemgen/idemgen/cmd/idemgen-keys/internal/keystool"
 )
 
 func main() {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,5 +53,100 @@ func TestNoLargeTrackedFiles(t *testing.T) {
 		if fi.Mode().IsRegular() && fi.Size() > limit {
 			t.Errorf("%s is tracked and has %d bytes (limit %d): built outputs belong in .gitignore", name, fi.Size(), limit)
 		}
+	}
+}
+
+// heavyModules are the frameworks, observability SDKs and clients that live
+// in modules of their own (adapters/echoidem, adapters/ginidem,
+// adapters/otelidem, stores/redisstore, the broker adapters, the examples,
+// golden/routers, cmd/idemgen-keys): a service that imports only the runtime
+// and runs the generator must not get them from the root module.
+var heavyModules = []string{
+	"github.com/labstack/echo",
+	"github.com/gin-gonic/gin",
+	"github.com/ogen-go/ogen",
+	"github.com/oapi-codegen/runtime",
+	"github.com/go-chi/chi",
+	"github.com/gorilla/mux",
+	"go.opentelemetry.io/",
+	"github.com/redis/go-redis",
+	"github.com/nats-io/",
+	"github.com/rabbitmq/amqp091-go",
+	"github.com/ThreeDotsLabs/watermill",
+}
+
+// graphOnly are heavy modules that a dependency's go.mod requires, so that
+// they are in the root module's graph as a go.mod file only: no package of
+// theirs is built. Each is allowed only as a requirement of the module named.
+var graphOnly = map[string]string{
+	// kin-openapi's routers/gorillamux, which idemgen does not import.
+	"github.com/gorilla/mux": "github.com/getkin/kin-openapi",
+}
+
+func heavy(path string) bool {
+	for _, p := range heavyModules {
+		if path == p || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// goRoot runs the go command in the repository's root module, outside any
+// workspace (go.work joins the nested modules, whose requirements would
+// otherwise count).
+func goRoot(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = testutil.RepoRoot()
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return string(out)
+}
+
+// TestLeanModuleGraph keeps the root module's graph free of web frameworks,
+// OpenTelemetry, go-redis and broker clients: no package of theirs is
+// built by any package or test of the root module, and none of their
+// modules is in its graph (go list -m all), except as a go.mod that a
+// dependency requires (graphOnly).
+func TestLeanModuleGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	built := strings.Fields(goRoot(t, "list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}}{{end}}", "./..."))
+	slices.Sort(built)
+	for _, mod := range slices.Compact(built) {
+		if heavy(mod) {
+			t.Errorf("a package or test of the root module builds packages of %s: move it to a module of its own (see .ci/modules)", mod)
+		}
+	}
+	requiredBy := map[string][]string{}
+	for _, line := range strings.Split(goRoot(t, "mod", "graph"), "\n") {
+		from, to, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		to, _, _ = strings.Cut(to, "@")
+		from, _, _ = strings.Cut(from, "@")
+		requiredBy[to] = append(requiredBy[to], from)
+	}
+	for _, mod := range strings.Fields(goRoot(t, "list", "-m", "-f", "{{.Path}}", "all")) {
+		if !heavy(mod) {
+			continue
+		}
+		by := requiredBy[mod]
+		slices.Sort(by)
+		by = slices.Compact(by)
+		if allowed, ok := graphOnly[mod]; ok && len(by) > 0 && slices.IndexFunc(by, func(m string) bool { return m != allowed }) < 0 {
+			continue
+		}
+		t.Errorf("the root module's graph holds %s (required by %s): go.mod must not require it; move what needs it to a module of its own", mod, strings.Join(by, ", "))
 	}
 }

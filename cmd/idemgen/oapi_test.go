@@ -27,6 +27,7 @@ func TestOapiCodegenClientHasKey(t *testing.T) {
 		bin = filepath.Join(t.TempDir(), "oapi-codegen")
 		cmd := exec.Command("go", "build", "-modfile=tools.mod", "-o", bin, "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen")
 		cmd.Dir = testutil.RepoRoot()
+		cmd.Env = append(os.Environ(), "GOWORK=off") // -modfile is refused in workspace mode (go.work)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building oapi-codegen from tools.mod: %v\n%s", err, out)
 		}

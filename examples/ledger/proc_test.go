@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaries builds the payments server (root module) and the ledger command
+// binaries builds the payments server (module examples/payments) and the ledger command
 // (this module) once per test run, with the race detector when the test
 // has it.
 func binaries(t *testing.T) (payments, ledger string) {
@@ -49,7 +49,7 @@ func binaries(t *testing.T) (payments, ledger string) {
 			race = []string{"-race"}
 		}
 		for _, b := range []struct{ dir, pkg, out string }{
-			{testutil.RepoRoot(), "./examples/payments", "payments"},
+			{filepath.Join(testutil.RepoRoot(), "examples", "payments"), ".", "payments"}, // a module of its own
 			{".", ".", "ledger"},
 		} {
 			cmd := exec.Command("go", append(append([]string{"build"}, race...), "-o", filepath.Join(binDir, b.out), b.pkg)...)

@@ -12,8 +12,8 @@
 package main
 
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate -spec openapi.yaml -out internal/idem -package idem -store=false
-//go:generate go tool -modfile=../../tools.mod oapi-codegen -config internal/oapi/oapi-codegen.yaml -o internal/oapi/oapi.gen.go openapi.yaml
-//go:generate go tool -modfile=../../tools.mod ogen -config internal/ogenapi/ogen.yml -target internal/ogenapi -package ogenapi -clean -loglevel error openapi.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned oapi-codegen -config internal/oapi/oapi-codegen.yaml -o internal/oapi/oapi.gen.go openapi.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned ogen -config internal/ogenapi/ogen.yml -target internal/ogenapi -package ogenapi -clean -loglevel error openapi.yaml
 
 import (
 	"context"

@@ -10,13 +10,13 @@ import (
 	"github.com/idemgen/idemgen/internal/testutil"
 )
 
-// The ogen runtime that internal/ogenapi imports (go.mod) must be the
-// version whose generator go generate runs (tools.mod): a bump of one
-// without the other leaves the committed server generated for another
-// runtime, and the freshness check in CI sees no change.
+// The ogen runtime that internal/ogenapi imports (this module's go.mod) must
+// be the version whose generator go generate runs (the repository's
+// tools.mod): a bump of one without the other leaves the committed server
+// generated for another runtime, and the freshness check in CI sees no
+// change.
 func TestOgenPinnedOnce(t *testing.T) {
-	version := func(name string) string {
-		path := filepath.Join(testutil.RepoRoot(), name)
+	version := func(path string) string {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -30,10 +30,10 @@ func TestOgenPinnedOnce(t *testing.T) {
 				return r.Mod.Version
 			}
 		}
-		t.Fatalf("%s does not require github.com/ogen-go/ogen", name)
+		t.Fatalf("%s does not require github.com/ogen-go/ogen", path)
 		return ""
 	}
-	if mod, tools := version("go.mod"), version("tools.mod"); mod != tools {
-		t.Errorf("go.mod requires ogen %s, tools.mod pins %s: make them the same and run go generate ./...", mod, tools)
+	if mod, tools := version("go.mod"), version(filepath.Join(testutil.RepoRoot(), "tools.mod")); mod != tools {
+		t.Errorf("examples/openapi-servers/go.mod requires ogen %s, tools.mod pins %s: make them the same and run go generate ./...", mod, tools)
 	}
 }

@@ -17,7 +17,7 @@ import (
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen generate
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -o published.yaml
 //go:generate go run github.com/idemgen/idemgen/cmd/idemgen spec -spec openapi.yaml -overlay -o published.overlay.yaml
-//go:generate go tool -modfile=../../tools.mod oapi-codegen -config internal/paymentsclient/oapi-codegen.yaml -o internal/paymentsclient/client.gen.go published.yaml
+//go:generate go run github.com/idemgen/idemgen/internal/pinned oapi-codegen -config internal/paymentsclient/oapi-codegen.yaml -o internal/paymentsclient/client.gen.go published.yaml
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,15 +240,19 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		{Name: "mem-replay", Method: "POST", Path: "/mem/charges", Key: ReplayKey, Status: 201, Replayed: true},
 	}
 	s.Ratios = append([][2]string(nil), httpRatios...)
+	// The floors run right after the first requests they bound, so that
+	// the sides of their ratios over insert run close together.
+	var floorCases []HTTPCase
 	for _, f := range floors {
 		path := "/floor/" + f.Name
 		s.handle(http.MethodPost, path, func(w http.ResponseWriter, r *http.Request) {
 			key := r.Header.Get("Idempotency-Key")
 			answerCreated(w, f.Do(r.Context(), key, key, httpBody))
 		})
-		s.Cases = append(s.Cases, HTTPCase{Name: f.Name, Method: "POST", Path: path, Key: FreshKey, Status: 201, Runs: true})
+		floorCases = append(floorCases, HTTPCase{Name: f.Name, Method: "POST", Path: path, Key: FreshKey, Status: 201, Runs: true})
 		s.Ratios = append(s.Ratios, [2]string{f.Name, "insert"})
 	}
+	s.Cases = slices.Insert(s.Cases, 3, floorCases...)
 	s.mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Stats())

@@ -63,6 +63,7 @@ func main() {
 	cases := fs.String("cases", "", "comma-separated cases (default: all); ratios need both sides")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds; each runs every case once")
 	fs.DurationVar(&cfg.duration, "duration", 4*time.Second, "wrk's duration per case and round (whole seconds)")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "wrk's duration per case before the rounds, not counted (whole seconds; 0: none)")
 	fs.IntVar(&cfg.connections, "connections", harness.Clients, "wrk's connections")
 	fs.IntVar(&cfg.threads, "threads", 2, "wrk's threads")
 	fs.StringVar(&cfg.wrk, "wrk", "wrk", "the wrk binary")
@@ -105,9 +106,12 @@ type config struct {
 	dialects, cases []string
 	rounds          int
 	duration        time.Duration
-	connections     int
-	threads         int
-	wrk             string
+	// warmup runs each case once before the rounds (connections, caches),
+	// checked but not counted.
+	warmup      time.Duration
+	connections int
+	threads     int
+	wrk         string
 	// server returns the command that serves one dialect.
 	server   func(dialect string) *exec.Cmd
 	out, log io.Writer
@@ -239,7 +243,7 @@ type result struct {
 var wrkResult = regexp.MustCompile(`WRKRESULT requests=(\d+) duration_us=(\d+) status=(\d+) connect=(\d+) read=(\d+) write=(\d+) timeout=(\d+)`)
 
 // runCase runs wrk on one case of s and checks the run.
-func runCase(cfg config, script string, s *server, c harness.HTTPCase) (float64, error) {
+func runCase(cfg config, script string, s *server, c harness.HTTPCase, duration time.Duration) (float64, error) {
 	kind := map[harness.KeyKind]string{
 		harness.FreshKey: "fresh", harness.ReplayKey: "replay", harness.RowKey: "rowkey", harness.RowPath: "rowpath",
 	}[c.Key]
@@ -252,7 +256,7 @@ func runCase(cfg config, script string, s *server, c harness.HTTPCase) (float64,
 	}
 	runPrefix := fmt.Sprintf("lb%016x", rand.Uint64())
 	cmd := exec.Command(cfg.wrk, "-t", strconv.Itoa(cfg.threads), "-c", strconv.Itoa(cfg.connections),
-		"-d", fmt.Sprintf("%ds", int(cfg.duration.Seconds())), "--timeout", "10s", "-s", script, s.url,
+		"-d", fmt.Sprintf("%ds", int(duration.Seconds())), "--timeout", "10s", "-s", script, s.url,
 		"--", c.Method, c.Path, kind, s.info.Prefix, strconv.Itoa(s.info.Rows), runPrefix, s.info.Body)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -290,8 +294,8 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	if len(cfg.dialects) == 0 || cfg.rounds < 1 {
 		return nil, errors.New("want at least one dialect and one round")
 	}
-	if cfg.duration < time.Second || cfg.duration%time.Second != 0 {
-		return nil, fmt.Errorf("duration %s: wrk takes whole seconds", cfg.duration)
+	if cfg.duration < time.Second || cfg.duration%time.Second != 0 || cfg.warmup < 0 || cfg.warmup%time.Second != 0 {
+		return nil, fmt.Errorf("duration %s, warm-up %s: wrk takes whole seconds", cfg.duration, cfg.warmup)
 	}
 	dir, err := os.MkdirTemp("", "loadbench-")
 	if err != nil {
@@ -323,19 +327,32 @@ func run(ctx context.Context, cfg config) (*result, error) {
 			}
 		}
 	}
+	selected := func(c harness.HTTPCase) bool { return len(cfg.cases) == 0 || slices.Contains(cfg.cases, c.Name) }
+	if cfg.warmup > 0 {
+		fmt.Fprintf(cfg.log, "loadbench: warming up, %s per case\n", cfg.warmup)
+		for _, s := range res.servers {
+			for _, c := range s.info.Cases {
+				if selected(c) {
+					if _, err := runCase(cfg, script, s, c, cfg.warmup); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
 	res.load[0] = loadAverage()
 	fmt.Fprintf(cfg.log, "loadbench: load average %s; %d rounds of %s per case, wrk -t%d -c%d\n",
 		res.load[0], cfg.rounds, cfg.duration, cfg.threads, cfg.connections)
 	for r := range cfg.rounds {
 		for _, s := range res.servers {
 			for _, c := range s.info.Cases {
-				if len(cfg.cases) > 0 && !slices.Contains(cfg.cases, c.Name) {
+				if !selected(c) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				rps, err := runCase(cfg, script, s, c)
+				rps, err := runCase(cfg, script, s, c, cfg.duration)
 				if err != nil {
 					return nil, err
 				}

@@ -119,7 +119,7 @@ func TestRunRefusesWrongPath(t *testing.T) {
 		{missingRow, "wrk"},
 		{okAs200, "status 201 (want 200)"},
 	} {
-		_, err := runCase(cfg, script, s, tc.c)
+		_, err := runCase(cfg, script, s, tc.c, time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s with %v: err %v, want one saying %q", tc.c.Method, tc.c.Path, tc.c.Key, err, tc.want)
 		}

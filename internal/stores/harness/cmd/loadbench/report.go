@@ -81,9 +81,10 @@ func report(cfg config, r *result) {
 		version, _, _ = strings.Cut(string(out), " Copyright")
 	}
 	fmt.Fprintf(w, "## loadbench %s, commit %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), commit())
-	fmt.Fprintf(w, "%s, %d connections, %d threads; %d rounds of %s per case, the cases in turn within each round,\n",
-		strings.TrimSpace(version), cfg.connections, cfg.threads, cfg.rounds, cfg.duration)
-	fmt.Fprintf(w, "one server process per dialect; load average (1, 5, 15 min) %s before, %s after.\n\n", r.load[0], r.load[1])
+	fmt.Fprintf(w, "%s, %d connections, %d threads; after a warm-up of %s per case, %d rounds of %s per case, the cases\n",
+		strings.TrimSpace(version), cfg.connections, cfg.threads, cfg.warmup, cfg.rounds, cfg.duration)
+	fmt.Fprintf(w, "in turn within each round, ")
+	fmt.Fprintf(w, "one server process per dialect; load average (1, 5, 15 min) %s before the rounds, %s after.\n\n", r.load[0], r.load[1])
 
 	fmt.Fprintf(w, "| dialect | case | requests/s, each round | median |\n|---|---|---|---:|\n")
 	for _, s := range r.servers {

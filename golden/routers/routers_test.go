@@ -1,24 +1,34 @@
-package headerkey
+package routers_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/gorilla/mux"
 
+	"github.com/idemgen/idemgen/golden/headerkey"
 	"github.com/idemgen/idemgen/golden/internal/behave"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
 // The generated Middleware has the shape routers take
-// (func(http.Handler) http.Handler): these tests mount it with chi's and
-// gorilla/mux's own Use, with the routes declared in each router's syntax,
-// and check that it still tells the operations apart by path template.
+// (func(http.Handler) http.Handler): these tests mount golden/headerkey's
+// with chi's and gorilla/mux's own Use, with the routes declared in each
+// router's syntax, and check that it still tells the operations apart by
+// path template.
+
+func apiKey(r *http.Request) (string, error) {
+	if k := r.Header.Get("X-API-Key"); k != "" {
+		return k, nil
+	}
+	return "", errors.New("no API key")
+}
 
 func middleware(t *testing.T) func(http.Handler) http.Handler {
 	t.Helper()
-	mw, err := Middleware(idemrt.Options{Store: idemrt.NewMemoryStore(), Principal: apiKey})
+	mw, err := headerkey.Middleware(idemrt.Options{Store: idemrt.NewMemoryStore(), Principal: apiKey})
 	if err != nil {
 		t.Fatal(err)
 	}

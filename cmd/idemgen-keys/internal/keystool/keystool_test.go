@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/idemgen/idemgen/internal/keystool"
+	"github.com/idemgen/idemgen/cmd/idemgen-keys/internal/keystool"
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemmysql "github.com/idemgen/idemgen/internal/stores/mysql"
 	idempg "github.com/idemgen/idemgen/internal/stores/postgres"

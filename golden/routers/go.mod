@@ -1,0 +1,21 @@
+module github.com/idemgen/idemgen/golden/routers
+
+go 1.26.0
+
+require (
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/gorilla/mux v1.8.1
+	github.com/idemgen/idemgen v0.0.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
+
+replace github.com/idemgen/idemgen => ../..
