@@ -73,7 +73,8 @@ var _ idemrt.ClaimTxStore = (*Store)(nil)
 // ApplySchema): it prepares its statements. It switches the database to WAL mode
 // (readers then never wait for the writer), and refuses a connection
 // without a busy timeout, on which concurrent writers would fail with
-// SQLITE_BUSY instead of waiting their turn. Options: ProcessedRetention.
+// SQLITE_BUSY instead of waiting their turn, and a database whose encoding
+// is not UTF-8. Options: ProcessedRetention.
 func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
@@ -88,6 +89,15 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("idempotency store: SQLite journal mode is %q, not WAL (an in-memory database cannot use WAL; use a file)", mode)
+	}
+	var encoding string
+	if err := db.QueryRowContext(ctx, "PRAGMA encoding").Scan(&encoding); err != nil {
+		return nil, fmt.Errorf("idempotency store: reading the database encoding: %w", err)
+	}
+	if encoding != "UTF-8" {
+		// Lookup returns the fingerprint and the headers concatenated, and
+		// SQLite's || drops the last byte of an odd length under UTF-16.
+		return nil, fmt.Errorf("idempotency store: the SQLite database's encoding is %s; the store needs UTF-8 (the default)", encoding)
 	}
 	var busy int64
 	if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
@@ -114,14 +124,22 @@ func versionAtLeast(v string, major, minor int) bool {
 	return a > major || (a == major && b >= minor)
 }
 
-// Lookup's live column, when it is negative; 0 or more is the lease left in
+// Lookup's liveness, when it is negative; 0 or more is the lease left in
 // milliseconds of a record in progress (see idemgen_queries.sql).
 const (
-	liveCompleted = -1
-	liveTombstone = -2
-	liveTakeover  = -3
-	liveAbsent    = -4
+	liveCompleted  = -1
+	liveTombstone  = -2
+	liveTakeover   = -3
+	liveAbsent     = -4
+	liveOutOfRange = -5
 )
+
+// unpackLive splits Lookup's live column: (liveness * 1024 + status) * 16 +
+// fingerprint version, the low fields never negative (the shift rounds
+// down, as the packing expects).
+func unpackLive(packed int64) (liveness, status, version int64) {
+	return packed >> 14, packed >> 4 & 1023, packed & 15
+}
 
 // Claim reads the record and, when it is absent, expired, released or in progress
 // with an ended lease, claims it with one upsert whose conflict clause
@@ -131,9 +149,9 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		return idemrt.ClaimResult{}, err
 	}
 	for range storekit.MaxClaimAttempts {
-		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
-		if err != nil || live != nil {
-			return deref(live), err
+		live, ok, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || ok {
+			return live, err
 		}
 		epoch, err := s.q.Acquire(ctx, acquireParams(req))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -161,46 +179,50 @@ func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
 	}
 }
 
-// lookup reads the record of key: live is its result when it is live (a
-// replay or a conflict); otherwise takeover tells whether it is in progress
-// with an ended lease, at readEpoch.
-func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.ClaimResult, takeover bool, readEpoch int64, err error) {
+// lookup reads the record of key: live is its result when it is live (ok:
+// a replay or a conflict); otherwise takeover tells whether it is in
+// progress with an ended lease, at readEpoch.
+func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.ClaimResult, ok, takeover bool, readEpoch int64, err error) {
 	row, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
+	if errors.Is(err, sql.ErrNoRows) {
+		return idemrt.ClaimResult{}, false, false, 0, nil
+	}
+	if err != nil {
+		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
+	}
+	liveness, status, version := unpackLive(row.Live)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, false, 0, nil
-	case err != nil:
-		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
-	case row.Live >= 0 || row.Live == liveCompleted || row.Live == liveTombstone:
+	case liveness >= 0 || liveness == liveCompleted || liveness == liveTombstone:
+		if len(row.FingerprintHeaders) < fingerprintSize {
+			return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: stored fingerprint has %d bytes, want %d", len(row.FingerprintHeaders), fingerprintSize)
+		}
 		rec := storekit.Record{
 			State:              storekit.StateCompleted,
 			Epoch:              row.Epoch,
-			Fingerprint:        row.Fingerprint,
-			FingerprintVersion: row.FingerprintVersion,
-			Status:             row.Status,
-			Headers:            row.Headers,
+			Fingerprint:        row.FingerprintHeaders[:fingerprintSize],
+			FingerprintVersion: version,
+			Status:             status,
+			Headers:            row.FingerprintHeaders[fingerprintSize:],
 			Body:               row.Body,
-			Tombstone:          row.Live == liveTombstone,
+			Tombstone:          liveness == liveTombstone,
 		}
-		if row.Live >= 0 {
-			rec.State, rec.LeaseRemaining = storekit.StateInProgress, time.Duration(row.Live)*time.Millisecond
+		if liveness >= 0 {
+			rec.State, rec.LeaseRemaining = storekit.StateInProgress, time.Duration(liveness)*time.Millisecond
 		}
 		res, err := rec.Result()
-		return &res, false, 0, err
-	case row.Live == liveTakeover:
-		return nil, true, row.Epoch, nil
-	case row.Live == liveAbsent: // expired or released: claimed as if absent
-		return nil, false, 0, nil
+		return res, err == nil, false, 0, err
+	case liveness == liveTakeover:
+		return idemrt.ClaimResult{}, false, true, row.Epoch, nil
+	case liveness == liveAbsent: // expired or released: claimed as if absent
+		return idemrt.ClaimResult{}, false, false, 0, nil
+	case liveness == liveOutOfRange:
+		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: the stored record's status or fingerprint version is out of range (status 0-1023, version 0-15)")
 	}
-	return nil, false, 0, fmt.Errorf("idempotency store: claim: unknown liveness %d", row.Live)
+	return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: unknown liveness %d", liveness)
 }
 
-func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
-	if r == nil {
-		return idemrt.ClaimResult{}
-	}
-	return *r
-}
+// fingerprintSize is the length of a stored fingerprint (SHA-256).
+const fingerprintSize = len(idemrt.ClaimResult{}.Fingerprint)
 
 // BeginClaim claims req's key inside a new transaction, in which the
 // handler's writes and the completion then commit with the record: one
@@ -230,9 +252,9 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		return nil, idemrt.ClaimResult{}, errBusy
 	}
 	for range storekit.MaxClaimAttempts {
-		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
-		if err != nil || live != nil {
-			return nil, deref(live), err
+		live, ok, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
+		if err != nil || ok {
+			return nil, live, err
 		}
 		if res, ok := s.heldBy(req); ok {
 			return nil, res, nil

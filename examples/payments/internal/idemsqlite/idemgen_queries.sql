@@ -1,21 +1,31 @@
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
 -- database's clock. Reads are cheap in SQLite: a replay costs this one read,
--- and each column of the result costs calls into SQLite and database/sql,
--- so state, expiry, lease and tombstone come back as one integer, live:
+-- and each column of the result costs calls into SQLite, the driver and
+-- database/sql (a column name, its declared type, its value, a copy), so
+-- the record comes back in four columns. live packs state, expiry, lease and
+-- tombstone with the response's status and the fingerprint's version:
+-- live = (liveness * 1024 + status) * 16 + fingerprint_version, where
+-- liveness is
 --   >= 0 in progress with a live lease: the milliseconds left of it
 --   -1   completed, unexpired, with its response
 --   -2   completed, unexpired, a tombstone (no response saved)
 --   -3   in progress, unexpired, lease ended: a claim takes it over
 --   -4   expired or released: a claim treats it as absent
-SELECT CAST(CASE
-           WHEN k.expires_at <= c.now_ms OR k.state = 3 THEN -4
-           WHEN k.state = 2 THEN CASE WHEN k.tombstone THEN -2 ELSE -1 END
-           WHEN k.lease_until <= c.now_ms THEN -3
-           ELSE MAX(CAST(k.lease_until - c.now_ms AS INTEGER), 0)
-       END AS INTEGER) AS live,
-       k.epoch, k.fingerprint, k.fingerprint_version, k.status, k.headers, k.body
-FROM idempotency_keys k, (SELECT (julianday() - 2440587.5) * 86400000 AS now_ms) c
+--   -5   a status or fingerprint version that does not fit its bits (never
+--        written by the store; an error)
+-- and fingerprint_headers is the 32-byte fingerprint followed by the
+-- encoded headers (empty unless completed). The clock is read once, and
+-- only for a record that exists.
+SELECT CAST((CASE
+           WHEN status NOT BETWEEN 0 AND 1023 OR fingerprint_version NOT BETWEEN 0 AND 15 THEN -5
+           WHEN expires_at <= (julianday() - 2440587.5) * 86400000 OR state = 3 THEN -4
+           WHEN state = 2 THEN CASE WHEN tombstone THEN -2 ELSE -1 END
+           WHEN lease_until <= (julianday() - 2440587.5) * 86400000 THEN -3
+           ELSE MAX(CAST(lease_until - (julianday() - 2440587.5) * 86400000 AS INTEGER), 0)
+       END * 1024 + (status & 1023)) * 16 + (fingerprint_version & 15) AS INTEGER) AS live,
+       epoch, CAST(fingerprint || headers AS BLOB) AS fingerprint_headers, body
+FROM idempotency_keys
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 
 -- name: Acquire :one
