@@ -137,10 +137,3 @@ func (d *diags) addAs(s Severity, p Pos, format string, args ...any) {
 func (d *diags) addCause(p Pos, cause error, format string, args ...any) {
 	d.list = append(d.list, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...), Cause: cause})
 }
-
-func (d *diags) err() error {
-	if len(d.list) == 0 {
-		return nil
-	}
-	return d.list.sorted()
-}

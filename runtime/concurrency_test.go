@@ -122,10 +122,9 @@ func TestConcurrentDistinctKeys(t *testing.T) {
 // records what happened.
 type txStore struct {
 	*idemrt.MemoryStore
-	commitErr  error
-	commits    atomic.Int64
-	rollbacks  atomic.Int64
-	lastHandle any
+	commitErr error
+	commits   atomic.Int64
+	rollbacks atomic.Int64
 }
 
 type spyTx struct {

@@ -154,7 +154,7 @@ func probe(h http.Handler, p *Policy, op *operation, rp *routePattern, opts Cove
 		}
 		fallthrough
 	default:
-		if op.maxReq >= math.MaxInt64 {
+		if op.maxReq == math.MaxInt64 {
 			return fmt.Errorf("idempotency: operation %s: no probe: max-request-bytes is unbounded", op.name)
 		}
 		r.ContentLength = op.maxReq + 1

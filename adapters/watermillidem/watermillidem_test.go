@@ -61,7 +61,7 @@ func runRouter(t *testing.T, ps pubsub, in, poison string, cfg Config, h message
 	if err != nil {
 		t.Fatal(err)
 	}
-	router.AddNoPublisherHandler("ledger", in, ps.sub, h).AddMiddleware(stack...)
+	router.AddConsumerHandler("ledger", in, ps.sub, h).AddMiddleware(stack...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- router.Run(ctx) }()

@@ -93,7 +93,7 @@ func parseConfig(data []byte) (*fileConfig, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty; want version: 1, spec: and outputs:", configFile)
+			return nil, fmt.Errorf("%s: empty; want the fields version (1), spec and outputs", configFile)
 		}
 		return nil, fmt.Errorf("%s: %w", configFile, err)
 	}

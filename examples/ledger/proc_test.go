@@ -181,21 +181,6 @@ func (r *role) waitCrash(within time.Duration) {
 	}
 }
 
-// running reports whether the current incarnation is alive.
-func (r *role) running() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
-
 func (r *role) log() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/golden/headerkey"
 	"github.com/idemgen/idemgen/golden/internal/behave"
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 

@@ -32,7 +32,8 @@ type MessagingStore interface {
 // business write of every handler is an outbox event, so the suite needs
 // no table of its own. newStore is called once per subtest and must
 // return a store whose outbox holds no events (a fresh database or table):
-// the subtests count every event in it.
+// the subtests count every event in it. Since no two share a store, the
+// subtests run in parallel, after the calling test function returns.
 func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 	t.Helper()
 	tests := []struct {
@@ -53,7 +54,10 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"RelayCrashRepublishes", relayCrashRepublishes},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
 	}
 }
 

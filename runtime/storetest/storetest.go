@@ -7,9 +7,12 @@
 //
 // The suite uses real time with short leases and TTLs (a few hundred
 // milliseconds) and sleeps past them, so it works with stores that measure
-// time on the database's clock. Every key is unique to the run, so newStore
-// may return stores that share one table; the subtests run one after the
-// other (the sweep test counts what Sweep deletes).
+// time on the database's clock. Every subtest has a key space of its own
+// (its scope names the run and the subtest), so newStore may return stores
+// that share one table, and the subtests run in parallel (go test's
+// -parallel bounds how many at once): most of their time is spent
+// sleeping past a lease or a TTL. The two subtests that sweep the whole
+// table (one counts what Sweep deletes) run first, alone.
 package storetest
 
 import (
@@ -21,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -62,15 +66,26 @@ type Config struct {
 	SelfExpiring bool
 }
 
-// RunWith runs the conformance suite for a store described by cfg.
+// RunWith runs the conformance suite for a store described by cfg. Most
+// subtests run in parallel, after the calling test function returns: call
+// RunWith last in it, or in a t.Run of its own.
 func RunWith(t *testing.T, cfg Config, newStore func(t *testing.T) idemrt.Store) {
 	t.Helper()
 	run := newRunID(t)
 	s := &suite{run: run, newStore: newStore, cfg: cfg}
-	tests := []struct {
+	type subtest struct {
 		name string
 		fn   func(t *testing.T, st idemrt.Store)
-	}{
+	}
+	// wholeStore sweep every record of the store (one counts what Sweep
+	// deletes): they run first, one after the other.
+	wholeStore := []subtest{
+		{"SweepDeletesOnlyExpiredInBatches", s.sweep},
+		{"EpochsSurviveSweep", s.epochsSurviveSweep},
+	}
+	// keyed touch only keys of their own subtest's scope: they run in
+	// parallel once RunWith has returned, after wholeStore.
+	keyed := []subtest{
 		{"SingleClaim", s.singleClaim},
 		{"ConcurrentClaimsOneWinner", s.concurrentClaims},
 		{"CompletedReplaysSavedResponse", s.completedReplay},
@@ -82,7 +97,6 @@ func RunWith(t *testing.T, cfg Config, newStore func(t *testing.T) idemrt.Store)
 		{"LateCompletionWithoutTakeover", s.lateCompletion},
 		{"ReleaseThenReclaim", s.releaseReclaim},
 		{"FencedAcrossRelease", s.fencedAcrossRelease},
-		{"EpochsSurviveSweep", s.epochsSurviveSweep},
 		{"CompletedRecordCannotBeReleased", s.releaseCompleted},
 		{"ExpiredCompletedIsAbsent", s.expiredCompleted},
 		{"Tombstone", s.tombstone},
@@ -92,7 +106,6 @@ func RunWith(t *testing.T, cfg Config, newStore func(t *testing.T) idemrt.Store)
 		{"ScopeIsolation", s.scopeIsolation},
 		{"LongKey", s.longKey},
 		{"KeysAreCaseSensitive", s.caseSensitive},
-		{"SweepDeletesOnlyExpiredInBatches", s.sweep},
 		{"TxCommitPersists", s.txCommit},
 		{"TxRollbackLeavesInProgress", s.txRollback},
 		{"TxFencedComplete", s.txFenced},
@@ -103,15 +116,22 @@ func RunWith(t *testing.T, cfg Config, newStore func(t *testing.T) idemrt.Store)
 		{"ClaimTxConcurrentNeverAcquires", s.claimTxConcurrent},
 		{"ClaimTxWrongEpochNeverCommits", s.claimTxWrongEpoch},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			st := newStore(t)
-			if st == nil {
-				t.Fatal("newStore returned nil")
-			}
-			tc.fn(t, st)
-		})
+	subtests := func(list []subtest, parallel bool) {
+		for _, tc := range list {
+			t.Run(tc.name, func(t *testing.T) {
+				if parallel {
+					t.Parallel()
+				}
+				st := newStore(t)
+				if st == nil {
+					t.Fatal("newStore returned nil")
+				}
+				tc.fn(t, st)
+			})
+		}
 	}
+	subtests(wholeStore, false)
+	subtests(keyed, true)
 }
 
 type suite struct {
@@ -129,11 +149,12 @@ func newRunID(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-// key returns a record key unique to this run and call.
+// key returns a record key unique to this run and call, in the key space
+// of t's subtest: its scope names the run and the subtest.
 func (s *suite) key(t *testing.T) idemrt.RecordKey {
 	n := s.n.Add(1)
 	return idemrt.RecordKey{
-		Scope:         "storetest-" + s.run,
+		Scope:         "storetest-" + s.run + "-" + path.Base(t.Name()),
 		PrincipalHash: idemrt.HashPrincipal("user-" + s.run),
 		Key:           fmt.Sprintf("k-%s-%d", s.run, n),
 	}
@@ -609,7 +630,7 @@ func (s *suite) longKey(t *testing.T, st idemrt.Store) {
 
 func (s *suite) sweep(t *testing.T, st idemrt.Store) {
 	ctx := context.Background()
-	// Drain what earlier subtests (or earlier runs) left expired.
+	// Drain what earlier runs left expired (this subtest runs first).
 	for i := 0; i < 10000; i++ {
 		n, err := st.Sweep(ctx, 100)
 		if err != nil {

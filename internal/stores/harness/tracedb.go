@@ -120,7 +120,8 @@ func (c *tracedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 	if b, ok := c.c.(driver.ConnBeginTx); ok {
 		tx, err = b.BeginTx(ctx, opts)
 	} else {
-		tx, err = c.c.Begin() //nolint:staticcheck // the driver has no BeginTx
+		//lint:ignore SA1019 a wrapper forwards to the old method when the driver has no BeginTx
+		tx, err = c.c.Begin()
 	}
 	if err != nil {
 		return nil, err
@@ -166,14 +167,14 @@ type tracedStmt struct {
 func (s *tracedStmt) Close() error  { return s.s.Close() }
 func (s *tracedStmt) NumInput() int { return s.s.NumInput() }
 
+// Exec and Query complete driver.Stmt; database/sql calls ExecContext and
+// QueryContext instead.
 func (s *tracedStmt) Exec(args []driver.Value) (driver.Result, error) {
-	s.log.Add(s.query)
-	return s.s.Exec(args) //nolint:staticcheck // the driver has no ExecContext
+	return s.ExecContext(context.Background(), named(args))
 }
 
 func (s *tracedStmt) Query(args []driver.Value) (driver.Rows, error) {
-	s.log.Add(s.query)
-	return s.s.Query(args) //nolint:staticcheck // the driver has no QueryContext
+	return s.QueryContext(context.Background(), named(args))
 }
 
 func (s *tracedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -181,7 +182,8 @@ func (s *tracedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) 
 	if e, ok := s.s.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
-	return s.s.Exec(values(args)) //nolint:staticcheck // the driver has no ExecContext
+	//lint:ignore SA1019 a wrapper forwards to the old method when the driver has no ExecContext
+	return s.s.Exec(values(args))
 }
 
 func (s *tracedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -189,7 +191,17 @@ func (s *tracedStmt) QueryContext(ctx context.Context, args []driver.NamedValue)
 	if q, ok := s.s.(driver.StmtQueryContext); ok {
 		return q.QueryContext(ctx, args)
 	}
-	return s.s.Query(values(args)) //nolint:staticcheck // the driver has no QueryContext
+	//lint:ignore SA1019 a wrapper forwards to the old method when the driver has no QueryContext
+	return s.s.Query(values(args))
+}
+
+// named numbers positional arguments from 1, as database/sql does.
+func named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
 }
 
 func values(args []driver.NamedValue) []driver.Value {

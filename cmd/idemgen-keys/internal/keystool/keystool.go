@@ -401,7 +401,7 @@ func open(ctx context.Context, o *options) (store, error) {
 	case strings.HasPrefix(dsn, "redis://"), strings.HasPrefix(dsn, "rediss://"), strings.HasPrefix(dsn, "redis-cluster://"):
 		return redisOpen(ctx, dsn, o.prefix)
 	}
-	return nil, fmt.Errorf("-dsn %q: want postgres://..., mysql://user@tcp(host:3306)/db, sqlite:FILE, redis://host:6379 or redis-cluster://host:port,...", redact(dsn))
+	return nil, fmt.Errorf("-dsn %q: want postgres://..., mysql://user@tcp(host:3306)/db, sqlite:FILE, redis://host:6379 or redis-cluster://host:port,host:port", redact(dsn))
 }
 
 // redact hides a password in a URL-shaped DSN.
