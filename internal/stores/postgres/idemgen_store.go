@@ -18,6 +18,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -104,7 +105,7 @@ func checkPrimary(inRecovery, readOnly bool) error {
 // on its own; it is run again when another attempt claimed the key after
 // its snapshot.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
 	claim := sqlcClaimParams{
@@ -113,10 +114,10 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
+		TtlMs:              storekit.DurationUnits(req.TTL, time.Millisecond),
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		row, err := s.q.Claim(ctx, claim)
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
@@ -125,25 +126,25 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 			// A takeover of the record read moves its epoch on by one; a
 			// fresh row (there was none, or it was swept since the read)
 			// starts at the clock.
-			takeover := row.Unexpired.Bool && row.State.Int16 == stateInProgress && row.Epoch.Int64 == row.RecordEpoch.Int64+1
+			takeover := row.Unexpired.Bool && row.State.Int16 == storekit.StateInProgress && row.Epoch.Int64 == row.RecordEpoch.Int64+1
 			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch.Int64, TakenOver: takeover}, nil
 		}
 		if row.Live.Bool {
-			return record{
-				state:              int64(row.State.Int16),
-				epoch:              row.RecordEpoch.Int64,
-				fingerprint:        row.Fingerprint,
-				fingerprintVersion: int64(row.FingerprintVersion.Int32),
-				leaseRemaining:     time.Duration(row.LeaseRemainingMs.Int64) * time.Millisecond,
-				status:             int64(row.Status.Int32),
-				headers:            row.Headers,
-				body:               row.Body,
-				tombstone:          row.Tombstone.Bool,
-			}.result()
+			return storekit.Record{
+				State:              int64(row.State.Int16),
+				Epoch:              row.RecordEpoch.Int64,
+				Fingerprint:        row.Fingerprint,
+				FingerprintVersion: int64(row.FingerprintVersion.Int32),
+				LeaseRemaining:     time.Duration(row.LeaseRemainingMs.Int64) * time.Millisecond,
+				Status:             int64(row.Status.Int32),
+				Headers:            row.Headers,
+				Body:               row.Body,
+				Tombstone:          row.Tombstone.Bool,
+			}.Result()
 		}
 		// Another attempt claimed the key after the statement's snapshot.
 	}
-	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // BeginClaim claims req's key inside a new transaction, in which the
@@ -163,20 +164,20 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 // that moment also reads as InProgress: the client retries): the ROLLBACK
 // goes with the read of the holder's remaining lease (see heldElsewhere).
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
 	claim := sqlcClaimTxParams{
 		LockKey:            lockKey(req.RecordKey),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
+		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		TtlMs:              storekit.DurationUnits(req.TTL, time.Millisecond),
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: begin: %w", err)
@@ -191,7 +192,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		}
 		// The record ClaimTx found live is not live any more: claim again.
 	}
-	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // claimOn runs BEGIN with ClaimTx on conn. It returns the open transaction
@@ -378,17 +379,17 @@ func (r errRow) Scan(...any) error { return r.err }
 
 // lookupRecord is the result of a live record as Lookup read it.
 func lookupRecord(cur sqlcLookupRow) (idemrt.ClaimResult, error) {
-	return record{
-		state:              int64(cur.State),
-		epoch:              cur.Epoch,
-		fingerprint:        cur.Fingerprint,
-		fingerprintVersion: int64(cur.FingerprintVersion),
-		leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
-		status:             int64(cur.Status),
-		headers:            cur.Headers,
-		body:               cur.Body,
-		tombstone:          cur.Tombstone,
-	}.result()
+	return storekit.Record{
+		State:              int64(cur.State),
+		Epoch:              cur.Epoch,
+		Fingerprint:        cur.Fingerprint,
+		FingerprintVersion: int64(cur.FingerprintVersion),
+		LeaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+		Status:             int64(cur.Status),
+		Headers:            cur.Headers,
+		Body:               cur.Body,
+		Tombstone:          cur.Tombstone,
+	}.Result()
 }
 
 // heldElsewhere is the InProgress result of a key whose advisory lock
@@ -423,16 +424,16 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 }
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    cp.status,
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Status:    cp.Status,
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
 		Scope:     c.Scope,
 		Principal: c.PrincipalHash[:],
 		IdemKey:   c.Key,
@@ -451,7 +452,7 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := checkRecordKey(key); err != nil {
+	if err := storekit.CheckRecordKey(key); err != nil {
 		return err
 	}
 	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
@@ -470,14 +471,14 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // the rows another sweeper holds (FOR UPDATE SKIP LOCKED), so that
 // sweepers on several servers delete different batches at once.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return s.sweepTables(ctx, limit,
+	return storekit.Sweep(ctx, limit, s.retention,
 		func(ctx context.Context, limit int) (int, error) {
 			n, err := s.q.Sweep(ctx, int32(limit))
 			return int(n), err
 		},
 		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
 			n, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-				RetentionMs: durationUnits(retention, time.Millisecond),
+				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
 				Batch:       int32(limit),
 			})
 			return int(n), err
@@ -523,16 +524,16 @@ func (t *claimedTx) Handle() any { return t.tx }
 
 // Complete checks the completion and keeps it for Commit.
 func (t *claimedTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	t.pending = &sqlcCompleteTxParams{
-		Status:    cp.status,
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Status:    cp.Status,
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
 		Scope:     c.Scope,
 		Principal: c.PrincipalHash[:],
 		IdemKey:   c.Key,
@@ -618,7 +619,7 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 // and acknowledge. A concurrent delivery of the same message waits for tx
 // and then sees it; if tx rolls back, the message counts as unprocessed.
 func MarkProcessed(ctx context.Context, tx pgx.Tx, consumer, messageID string) (first bool, err error) {
-	if err := checkMessage(consumer, messageID); err != nil {
+	if err := storekit.CheckMessage(consumer, messageID); err != nil {
 		return false, err
 	}
 	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})
