@@ -32,10 +32,8 @@ paths:
 	op := res.Model.Operations[0]
 	fmt.Println(op.GoName, op.Method, op.Path, op.TTL)
 	// Output:
-	// idemgen_codec.go
 	// idemgen_db.go
 	// idemgen_outbox.go
-	// idemgen_outbox_codec.go
 	// idemgen_policies.go
 	// idemgen_queries.sql
 	// idemgen_queries.sql.go

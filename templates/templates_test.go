@@ -21,10 +21,8 @@ import (
 // writes with nothing in it (omit_unused_structs; the queries' row and
 // parameter types go in idemgen_queries.sql.go).
 var wantFiles = []string{
-	"idemgen_codec.go",
 	"idemgen_db.go",
 	"idemgen_outbox.go",
-	"idemgen_outbox_codec.go",
 	"idemgen_queries.sql",
 	"idemgen_queries.sql.go",
 	"idemgen_schema.sql",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -67,7 +68,7 @@ func AddEvents(ctx context.Context, tx pgx.Tx, events ...idemrt.OutboxEvent) err
 	}
 	q := sqlcNew(tx)
 	for _, ev := range evs {
-		headers, err := encodeEventHeaders(ev.Headers)
+		headers, err := storekit.EncodeEventHeaders(ev.Headers)
 		if err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func AddEvents(ctx context.Context, tx pgx.Tx, events ...idemrt.OutboxEvent) err
 			EventID:  ev.ID,
 			Topic:    ev.Topic,
 			EventKey: ev.Key,
-			Payload:  nonNil(ev.Payload),
+			Payload:  storekit.NonNil(ev.Payload),
 			Headers:  headers,
 		}); err != nil {
 			return fmt.Errorf("idempotency store: add event %q: %w", ev.ID, err)
@@ -91,7 +92,7 @@ func AddEvents(ctx context.Context, tx pgx.Tx, events ...idemrt.OutboxEvent) err
 // SKIP LOCKED. One claim is one short transaction: BEGIN, the lock, the
 // UPDATE ... RETURNING, COMMIT.
 func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
-	limit, err := checkClaim(limit, lease)
+	limit, err := storekit.CheckClaimEvents(limit, lease)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration)
 		if err := q.LockOutboxClaims(ctx); err != nil {
 			return err
 		}
-		rows, err = q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: durationUnits(lease, time.Millisecond), Batch: int32(limit)})
+		rows, err = q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: storekit.DurationUnits(lease, time.Millisecond), Batch: int32(limit)})
 		return err
 	})
 	if err != nil {
@@ -110,7 +111,7 @@ func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration)
 	slices.SortFunc(rows, func(a, b sqlcClaimEventsRow) int { return cmp.Compare(a.Seq, b.Seq) })
 	evs := make([]idemrt.OutboxEvent, len(rows))
 	for i, r := range rows {
-		headers, err := decodeEventHeaders(r.Headers)
+		headers, err := storekit.DecodeEventHeaders(r.Headers)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +155,7 @@ func (s *Store) SweepSent(ctx context.Context, retention time.Duration, limit in
 	if limit <= 0 {
 		return 0, nil
 	}
-	n, err := s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: durationUnits(retention, time.Millisecond), Batch: int32(min(limit, 1<<30))})
+	n, err := s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: storekit.DurationUnits(retention, time.Millisecond), Batch: int32(min(limit, storekit.MaxSweep))})
 	if err != nil {
 		return 0, fmt.Errorf("idempotency store: sweep sent events: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -90,7 +91,7 @@ func checkPrimary(inRecovery, readOnly bool) error {
 // upsert that re-checks everything under the row's lock, so the read
 // decides nothing on its own.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
 	acquire := sqlcAcquireParams{
@@ -99,10 +100,10 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
+		TtlMs:              storekit.DurationUnits(req.TTL, time.Millisecond),
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
 		if err != nil || live != nil {
 			return deref(live), err
@@ -118,7 +119,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		// row (the record was swept since the read) starts at the clock.
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
-	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // lookup reads the record of key: live is its result when it is live (a
@@ -132,20 +133,20 @@ func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live *idemrt.
 	case err != nil:
 		return nil, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
 	case cur.Live:
-		res, err := record{
-			state:              int64(cur.State),
-			epoch:              cur.Epoch,
-			fingerprint:        cur.Fingerprint,
-			fingerprintVersion: int64(cur.FingerprintVersion),
-			leaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
-			status:             int64(cur.Status),
-			headers:            cur.Headers,
-			body:               cur.Body,
-			tombstone:          cur.Tombstone,
-		}.result()
+		res, err := storekit.Record{
+			State:              int64(cur.State),
+			Epoch:              cur.Epoch,
+			Fingerprint:        cur.Fingerprint,
+			FingerprintVersion: int64(cur.FingerprintVersion),
+			LeaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+			Status:             int64(cur.Status),
+			Headers:            cur.Headers,
+			Body:               cur.Body,
+			Tombstone:          cur.Tombstone,
+		}.Result()
 		return &res, false, 0, err
 	}
-	return nil, cur.Unexpired && cur.State == stateInProgress, cur.Epoch, nil
+	return nil, cur.Unexpired && cur.State == storekit.StateInProgress, cur.Epoch, nil
 }
 
 func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
@@ -167,7 +168,7 @@ func deref(r *idemrt.ClaimResult) idemrt.ClaimResult {
 // reads as InProgress: the client retries), with the holder's remaining
 // lease (see heldElsewhere).
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
 	claim := sqlcClaimTxParams{
@@ -177,10 +178,10 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
+		TtlMs:              storekit.DurationUnits(req.TTL, time.Millisecond),
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		live, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
 		if err != nil || live != nil {
 			return nil, deref(live), err
@@ -210,7 +211,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		epoch := row.Epoch.Int64
 		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
-	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // heldElsewhere is the InProgress result of a key whose advisory lock
@@ -244,16 +245,16 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 }
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    cp.status,
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Status:    cp.Status,
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
 		Scope:     c.Scope,
 		Principal: c.PrincipalHash[:],
 		IdemKey:   c.Key,
@@ -272,7 +273,7 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := checkRecordKey(key); err != nil {
+	if err := storekit.CheckRecordKey(key); err != nil {
 		return err
 	}
 	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
@@ -291,14 +292,14 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // the rows another sweeper holds (FOR UPDATE SKIP LOCKED), so that
 // sweepers on several servers delete different batches at once.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return s.sweepTables(ctx, limit,
+	return storekit.Sweep(ctx, limit, s.retention,
 		func(ctx context.Context, limit int) (int, error) {
 			n, err := s.q.Sweep(ctx, int32(limit))
 			return int(n), err
 		},
 		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
 			n, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-				RetentionMs: durationUnits(retention, time.Millisecond),
+				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
 				Batch:       int32(limit),
 			})
 			return int(n), err
@@ -344,16 +345,16 @@ func (t *claimedTx) Handle() any { return t.tx }
 
 // Complete checks the completion and keeps it for Commit.
 func (t *claimedTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	t.pending = &sqlcCompleteTxParams{
-		Status:    cp.status,
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Status:    cp.Status,
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
 		Scope:     c.Scope,
 		Principal: c.PrincipalHash[:],
 		IdemKey:   c.Key,
@@ -439,7 +440,7 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 // and acknowledge. A concurrent delivery of the same message waits for tx
 // and then sees it; if tx rolls back, the message counts as unprocessed.
 func MarkProcessed(ctx context.Context, tx pgx.Tx, consumer, messageID string) (first bool, err error) {
-	if err := checkMessage(consumer, messageID); err != nil {
+	if err := storekit.CheckMessage(consumer, messageID); err != nil {
 		return false, err
 	}
 	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 )
 
 // The Store deduplicates message deliveries (idemrt.ProcessOnce) and holds
@@ -66,7 +67,7 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 	}
 	q := sqlcNew(tx)
 	for _, ev := range evs {
-		headers, err := encodeEventHeaders(ev.Headers)
+		headers, err := storekit.EncodeEventHeaders(ev.Headers)
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 			EventID:  ev.ID,
 			Topic:    ev.Topic,
 			EventKey: ev.Key,
-			Payload:  nonNil(ev.Payload),
+			Payload:  storekit.NonNil(ev.Payload),
 			Headers:  headers,
 		}); err != nil {
 			return fmt.Errorf("idempotency store: add event %q: %w", ev.ID, err)
@@ -89,18 +90,18 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 // the one before: an event waits while an earlier event of its key is
 // leased.
 func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
-	limit, err := checkClaim(limit, lease)
+	limit, err := storekit.CheckClaimEvents(limit, lease)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: durationUnits(lease, time.Millisecond), Batch: int64(limit)})
+	rows, err := s.q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: storekit.DurationUnits(lease, time.Millisecond), Batch: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: claim events: %w", err)
 	}
 	slices.SortFunc(rows, func(a, b sqlcClaimEventsRow) int { return cmp.Compare(a.Seq, b.Seq) })
 	evs := make([]idemrt.OutboxEvent, len(rows))
 	for i, r := range rows {
-		headers, err := decodeEventHeaders(r.Headers)
+		headers, err := storekit.DecodeEventHeaders(r.Headers)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +144,7 @@ func (s *Store) SweepSent(ctx context.Context, retention time.Duration, limit in
 	if limit <= 0 {
 		return 0, nil
 	}
-	n, err := s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: durationUnits(retention, time.Millisecond), Batch: int64(min(limit, 1<<30))})
+	n, err := s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: storekit.DurationUnits(retention, time.Millisecond), Batch: int64(min(limit, storekit.MaxSweep))})
 	if err != nil {
 		return 0, fmt.Errorf("idempotency store: sweep sent events: %w", err)
 	}

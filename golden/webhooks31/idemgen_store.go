@@ -14,6 +14,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 )
 
 // Schema is the DDL of the idempotency_keys table, its message-consumer table
@@ -144,10 +145,10 @@ func unpackLive(packed int64) (liveness, status, version int64) {
 // with an ended lease, claims it with one upsert whose conflict clause
 // re-checks those conditions under the write lock.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		live, ok, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
 		if err != nil || ok {
 			return live, err
@@ -163,7 +164,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		// row (the record was swept since the read) starts at the clock.
 		return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
-	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
@@ -173,8 +174,8 @@ func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
 		IdemKey:            req.Key,
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int64(req.FingerprintVersion),
-		LeaseMs:            durationUnits(req.Lease, time.Millisecond),
-		TtlMs:              durationUnits(req.TTL, time.Millisecond),
+		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
+		TtlMs:              storekit.DurationUnits(req.TTL, time.Millisecond),
 	}
 }
 
@@ -195,20 +196,20 @@ func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.C
 		if len(row.FingerprintHeaders) < fingerprintSize {
 			return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: stored fingerprint has %d bytes, want %d", len(row.FingerprintHeaders), fingerprintSize)
 		}
-		rec := record{
-			state:              stateCompleted,
-			epoch:              row.Epoch,
-			fingerprint:        row.FingerprintHeaders[:fingerprintSize],
-			fingerprintVersion: version,
-			status:             status,
-			headers:            row.FingerprintHeaders[fingerprintSize:],
-			body:               row.Body,
-			tombstone:          liveness == liveTombstone,
+		rec := storekit.Record{
+			State:              storekit.StateCompleted,
+			Epoch:              row.Epoch,
+			Fingerprint:        row.FingerprintHeaders[:fingerprintSize],
+			FingerprintVersion: version,
+			Status:             status,
+			Headers:            row.FingerprintHeaders[fingerprintSize:],
+			Body:               row.Body,
+			Tombstone:          liveness == liveTombstone,
 		}
 		if liveness >= 0 {
-			rec.state, rec.leaseRemaining = stateInProgress, time.Duration(liveness)*time.Millisecond
+			rec.State, rec.LeaseRemaining = storekit.StateInProgress, time.Duration(liveness)*time.Millisecond
 		}
-		res, err := rec.result()
+		res, err := rec.Result()
 		return res, err == nil, false, 0, err
 	case liveness == liveTakeover:
 		return idemrt.ClaimResult{}, false, true, row.Epoch, nil
@@ -241,7 +242,7 @@ const fingerprintSize = len(idemrt.ClaimResult{}.Fingerprint)
 // holds its key (one of another process cannot be told from other keys'
 // writes), so 409 would be false.
 func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Tx, idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
 	busy := func() (idemrt.Tx, idemrt.ClaimResult, error) {
@@ -250,7 +251,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		}
 		return nil, idemrt.ClaimResult{}, errBusy
 	}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		live, ok, takeover, readEpoch, err := s.lookup(ctx, req.RecordKey)
 		if err != nil || ok {
 			return nil, live, err
@@ -291,7 +292,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		return &storeTx{tx: tx, q: q, turn: turn, unhold: s.hold(ctx, req.RecordKey)},
 			idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: takeover && epoch == readEpoch+1}, nil
 	}
-	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // errBusy answers a claim that could not get the write turn or lock in
@@ -383,16 +384,16 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 }
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    int64(cp.status),
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlMs:     durationUnits(c.TTL, time.Millisecond),
+		Status:    int64(cp.Status),
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
 		Scope:     c.Scope,
 		Principal: c.PrincipalHash[:],
 		IdemKey:   c.Key,
@@ -411,7 +412,7 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := checkRecordKey(key); err != nil {
+	if err := storekit.CheckRecordKey(key); err != nil {
 		return err
 	}
 	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
@@ -430,14 +431,14 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // at a time, so sweepers (and claims) take turns: more than one sweeper
 // per database adds nothing.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return s.sweepTables(ctx, limit,
+	return storekit.Sweep(ctx, limit, s.retention,
 		func(ctx context.Context, limit int) (int, error) {
 			n, err := s.q.Sweep(ctx, int64(limit))
 			return int(n), err
 		},
 		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
 			n, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-				RetentionMs: durationUnits(retention, time.Millisecond),
+				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
 				Batch:       int64(limit),
 			})
 			return int(n), err
@@ -523,7 +524,7 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 // (CONTRACT §5). first is false for a redelivery: skip the write, commit,
 // and acknowledge. If tx rolls back, the message counts as unprocessed.
 func MarkProcessed(ctx context.Context, tx *sql.Tx, consumer, messageID string) (first bool, err error) {
-	if err := checkMessage(consumer, messageID); err != nil {
+	if err := storekit.CheckMessage(consumer, messageID); err != nil {
 		return false, err
 	}
 	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})

@@ -5,11 +5,11 @@ import "github.com/redis/go-redis/v9"
 // The record of one key is a hash at one Redis key (so in one cluster hash
 // slot) with the fields
 //
-//	s  state: 1 in progress, 2 completed, 3 released (the codec's states)
+//	s  state: 1 in progress, 2 completed, 3 released (storekit's states)
 //	e  epoch, a decimal integer
 //	f  fingerprint (32 bytes), v its version
 //	l  lease end, milliseconds on the server's clock
-//	c  status, h headers (encodeHeader), b body: a saved response
+//	c  status, h headers (storekit.EncodeHeader), b body: a saved response
 //	t  "1" for a tombstone
 //
 // and an expiry (PEXPIRE) at the record's TTL: an expired record is absent

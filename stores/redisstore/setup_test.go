@@ -1,22 +1,18 @@
 package redisstore_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
-	"github.com/idemgen/idemgen/internal/testutil"
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/stores/redisstore"
-	"github.com/idemgen/idemgen/templates"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -122,26 +118,4 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func clusterDSN(c *harness.RedisCluster) string {
 	return "redis-cluster://" + strings.Join(c.Addrs(), ",")
-}
-
-// TestCodecRendered: idemgen_codec.go is the SQL stores' shared codec
-// (templates/common), rendered for this package, so that records encode
-// and decode one way everywhere.
-func TestCodecRendered(t *testing.T) {
-	files, err := templates.Render(templates.Data{Package: "redisstore", Dialect: templates.Postgres, Table: templates.DefaultTable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := files["idemgen_codec.go"]
-	p := filepath.Join(testutil.RepoRoot(), "stores", "redisstore", "idemgen_codec.go")
-	if *testutil.Update {
-		if err := os.WriteFile(p, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(p)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("idemgen_codec.go is stale (%v): run go test ./stores/redisstore -run TestCodecRendered -update", err)
-	}
 }

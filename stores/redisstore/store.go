@@ -41,6 +41,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -378,13 +379,13 @@ func (s *Store) Key(k idemrt.RecordKey) string {
 
 // Claim implements idemrt.Store in one script.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
 	key := s.Key(req.RecordKey)
 	v, err := s.run(ctx, claimScript, key, func(v any) bool { return replyKind(v) == 1 },
 		req.Fingerprint[:], req.FingerprintVersion,
-		max(durationUnits(req.Lease, time.Millisecond), 1), max(durationUnits(req.TTL, time.Millisecond), 1))
+		max(storekit.DurationUnits(req.Lease, time.Millisecond), 1), max(storekit.DurationUnits(req.TTL, time.Millisecond), 1))
 	if isOOM(err) {
 		// Refused before it ran: answer a key in progress or completed
 		// from a script that writes nothing (Redis runs it when full).
@@ -406,16 +407,16 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 
 // Complete implements idemrt.Store.
 func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
 	tomb := "0"
-	if cp.tombstone {
+	if cp.Tombstone {
 		tomb = "1"
 	}
 	v, err := s.run(ctx, completeScript, s.Key(c.RecordKey), func(v any) bool { return v == int64(1) },
-		strconv.FormatInt(c.Epoch, 10), max(durationUnits(c.TTL, time.Millisecond), 1), tomb, cp.status, cp.headers, cp.body)
+		strconv.FormatInt(c.Epoch, 10), max(storekit.DurationUnits(c.TTL, time.Millisecond), 1), tomb, cp.Status, cp.Headers, cp.Body)
 	if err != nil {
 		return fmt.Errorf("idempotency store: complete: %w", err)
 	}
@@ -429,7 +430,7 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 // claim continues the epoch. A release is not WAITed for: if a failover
 // forgets it, the key stays in progress until its lease ends.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := checkRecordKey(key); err != nil {
+	if err := storekit.CheckRecordKey(key); err != nil {
 		return err
 	}
 	v, err := releaseScript.Run(ctx, s.client, []string{s.Key(key)}, strconv.FormatInt(epoch, 10)).Result()
@@ -554,18 +555,18 @@ func claimResult(v any) (idemrt.ClaimResult, error) {
 			return idemrt.ClaimResult{}, errBadReply
 		}
 		ms, _ := a[4].(int64)
-		r := record{state: stateInProgress, epoch: epoch, fingerprint: []byte(str(a[2])), leaseRemaining: time.Duration(ms) * time.Millisecond}
-		r.fingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
-		return r.result()
+		r := storekit.Record{State: storekit.StateInProgress, Epoch: epoch, Fingerprint: []byte(str(a[2])), LeaseRemaining: time.Duration(ms) * time.Millisecond}
+		r.FingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
+		return r.Result()
 	case 3:
 		if len(a) != 8 {
 			return idemrt.ClaimResult{}, errBadReply
 		}
-		r := record{state: stateCompleted, epoch: epoch, fingerprint: []byte(str(a[2])),
-			headers: []byte(str(a[5])), body: []byte(str(a[6])), tombstone: str(a[7]) == "1"}
-		r.fingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
-		r.status, _ = strconv.ParseInt(str(a[4]), 10, 64)
-		return r.result()
+		r := storekit.Record{State: storekit.StateCompleted, Epoch: epoch, Fingerprint: []byte(str(a[2])),
+			Headers: []byte(str(a[5])), Body: []byte(str(a[6])), Tombstone: str(a[7]) == "1"}
+		r.FingerprintVersion, _ = strconv.ParseInt(str(a[3]), 10, 64)
+		r.Status, _ = strconv.ParseInt(str(a[4]), 10, 64)
+		return r.Result()
 	}
 	return idemrt.ClaimResult{}, errBadReply
 }

@@ -2,11 +2,13 @@ package harness
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	_ "github.com/idemgen/idemgen/internal/testutil"
+	"github.com/idemgen/idemgen/internal/testutil"
 
 	"github.com/idemgen/idemgen/templates"
 )
@@ -32,14 +34,33 @@ func TestNoAppClock(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, b := range files {
-			if !strings.HasSuffix(name, ".go") {
-				continue
+			if strings.HasSuffix(name, ".go") {
+				checkNoAppClock(t, d+"/"+name, b)
 			}
-			for _, bad := range []string{"time.Now(", "time.Since(", "time.Until(", "time.Time"} {
-				if bytes.Contains(b, []byte(bad)) {
-					t.Errorf("%s/%s uses %s", d, name, bad)
-				}
-			}
+		}
+	}
+	// The library the rendered stores import.
+	paths, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "storekit", "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("storekit's sources: %v, %v", paths, err)
+	}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNoAppClock(t, "storekit/"+filepath.Base(p), b)
+	}
+}
+
+func checkNoAppClock(t *testing.T, name string, b []byte) {
+	t.Helper()
+	for _, bad := range []string{"time.Now(", "time.Since(", "time.Until(", "time.Time"} {
+		if bytes.Contains(b, []byte(bad)) {
+			t.Errorf("%s uses %s", name, bad)
 		}
 	}
 }

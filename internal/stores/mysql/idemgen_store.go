@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 )
 
 // Schema is the DDL of the idempotency_keys table, its message-consumer table
@@ -198,7 +199,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 // claim is Claim, or with inTx BeginClaim: the upsert then runs in a new
 // transaction, returned open when it acquired the key.
 func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (*storeTx, idemrt.ClaimResult, error) {
-	if err := checkRecordKey(req.RecordKey); err != nil {
+	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
 	token := make([]byte, 16)
@@ -212,28 +213,28 @@ func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (
 		Fingerprint:        req.Fingerprint[:],
 		FingerprintVersion: int32(req.FingerprintVersion),
 		ClaimToken:         token,
-		LeaseUs:            durationUnits(req.Lease, time.Microsecond),
-		TtlUs:              durationUnits(req.TTL, time.Microsecond),
+		LeaseUs:            storekit.DurationUnits(req.Lease, time.Microsecond),
+		TtlUs:              storekit.DurationUnits(req.TTL, time.Microsecond),
 	}
 	busy := idemrt.ClaimResult{State: idemrt.InProgress, Fingerprint: req.Fingerprint, FingerprintVersion: req.FingerprintVersion}
 	lookup := sqlcLookupParams{Scope: arg.Scope, Principal: arg.Principal, IdemKey: arg.IdemKey}
-	for range maxClaimAttempts {
+	for range storekit.MaxClaimAttempts {
 		cur, err := s.q.Lookup(ctx, lookup)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if err == nil && cur.Unexpired && (cur.State == stateCompleted || (cur.State == stateInProgress && cur.LeaseRemainingUs > 0)) {
-			res, err := record{
-				state:              int64(cur.State),
-				epoch:              cur.Epoch,
-				fingerprint:        cur.Fingerprint,
-				fingerprintVersion: int64(cur.FingerprintVersion),
-				leaseRemaining:     time.Duration(cur.LeaseRemainingUs) * time.Microsecond,
-				status:             int64(cur.Status),
-				headers:            cur.Headers,
-				body:               cur.Body,
-				tombstone:          cur.Tombstone,
-			}.result()
+		if err == nil && cur.Unexpired && (cur.State == storekit.StateCompleted || (cur.State == storekit.StateInProgress && cur.LeaseRemainingUs > 0)) {
+			res, err := storekit.Record{
+				State:              int64(cur.State),
+				Epoch:              cur.Epoch,
+				Fingerprint:        cur.Fingerprint,
+				FingerprintVersion: int64(cur.FingerprintVersion),
+				LeaseRemaining:     time.Duration(cur.LeaseRemainingUs) * time.Microsecond,
+				Status:             int64(cur.Status),
+				Headers:            cur.Headers,
+				Body:               cur.Body,
+				Tombstone:          cur.Tombstone,
+			}.Result()
 			return nil, res, err
 		}
 		q, tx := s.q, (*sql.Tx)(nil)
@@ -298,7 +299,7 @@ func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the upsert affected %d rows, want 0, 1 or 2", affected)
 		}
 	}
-	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", maxClaimAttempts)
+	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
 // isLockWait reports error 1205: the lock wait ended at
@@ -324,19 +325,19 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 const maxBlob = 1<<24 - 1
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := completionOf(c)
+	cp, err := storekit.CompletionOf(c)
 	if err != nil {
 		return err
 	}
-	if len(cp.body) > maxBlob || len(cp.headers) > maxBlob {
-		cp = completion{tombstone: true, headers: []byte{}, body: []byte{}}
+	if len(cp.Body) > maxBlob || len(cp.Headers) > maxBlob {
+		cp = storekit.Tombstone()
 	}
 	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    cp.status,
-		Headers:   cp.headers,
-		Body:      cp.body,
-		Tombstone: cp.tombstone,
-		TtlUs:     durationUnits(c.TTL, time.Microsecond),
+		Status:    cp.Status,
+		Headers:   cp.Headers,
+		Body:      cp.Body,
+		Tombstone: cp.Tombstone,
+		TtlUs:     storekit.DurationUnits(c.TTL, time.Microsecond),
 		Scope:     []byte(c.Scope),
 		Principal: c.PrincipalHash[:],
 		IdemKey:   []byte(c.Key),
@@ -355,7 +356,7 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := checkRecordKey(key); err != nil {
+	if err := storekit.CheckRecordKey(key); err != nil {
 		return err
 	}
 	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: []byte(key.Scope), Principal: key.PrincipalHash[:], IdemKey: []byte(key.Key), Epoch: epoch})
@@ -377,7 +378,7 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // claim waits at most for the one batch that holds its (expired) row:
 // READ COMMITTED takes no gap locks, so inserts of new keys never wait.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return s.sweepTables(ctx, limit,
+	return storekit.Sweep(ctx, limit, s.retention,
 		func(ctx context.Context, limit int) (int, error) {
 			return s.sweepLocked(ctx, "idempotency_keys", []string{"scope", "principal", "idem_key"}, func(q *sqlcQueries) ([][]any, error) {
 				rows, err := q.SweepBatch(ctx, int32(limit))
@@ -391,7 +392,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
 			return s.sweepLocked(ctx, "idempotency_keys_processed", []string{"consumer", "message_id"}, func(q *sqlcQueries) ([][]any, error) {
 				rows, err := q.SweepProcessedBatch(ctx, sqlcSweepProcessedBatchParams{
-					RetentionUs: durationUnits(retention, time.Microsecond),
+					RetentionUs: storekit.DurationUnits(retention, time.Microsecond),
 					Limit:       int32(limit),
 				})
 				keys := make([][]any, len(rows))
@@ -516,7 +517,7 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 // them back, and the error wraps idemrt.ErrTxAborted: begin a new
 // transaction and mark again).
 func MarkProcessed(ctx context.Context, tx *sql.Tx, consumer, messageID string) (first bool, err error) {
-	if err := checkMessage(consumer, messageID); err != nil {
+	if err := storekit.CheckMessage(consumer, messageID); err != nil {
 		return false, err
 	}
 	n, err := sqlcNew(tx).MarkProcessed(ctx, sqlcMarkProcessedParams{Consumer: []byte(consumer), MessageID: []byte(messageID)})

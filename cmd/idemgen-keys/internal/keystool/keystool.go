@@ -14,14 +14,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 	"github.com/idemgen/idemgen/stores/redisstore"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/redis/go-redis/v9"
@@ -178,7 +177,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		n, err := st.release(ctx, rk, o.epoch, o.force)
 		return changed(stdout, stderr, o, "release", "released", rk, n, err, st)
 	default: // purge
-		if rec.state != stateCompleted {
+		if rec.state != storekit.StateCompleted {
 			fmt.Fprintf(stderr, "idemgen keys purge: refused: the record is %s, not completed (release frees an in-progress record)\n", stateName(rec.state))
 			return exitFailed
 		}
@@ -193,7 +192,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func refuseRelease(rec *record, o *options) string {
 	switch {
-	case rec.state != stateInProgress:
+	case rec.state != storekit.StateInProgress:
 		return "the record is " + stateName(rec.state) + ", not in progress (purge deletes a completed record)"
 	case rec.epoch != o.epoch:
 		return fmt.Sprintf("the record is at epoch %d, not %d: it moved on since you looked", rec.epoch, o.epoch)
@@ -231,20 +230,13 @@ func report(w io.Writer, asJSON bool, v any, text string) {
 	fmt.Fprint(w, text)
 }
 
-// Record states (the stores' state column / Redis field s).
-const (
-	stateInProgress = 1
-	stateCompleted  = 2
-	stateReleased   = 3
-)
-
 func stateName(s int64) string {
 	switch s {
-	case stateInProgress:
+	case storekit.StateInProgress:
 		return "in_progress"
-	case stateCompleted:
+	case storekit.StateCompleted:
 		return "completed"
-	case stateReleased:
+	case storekit.StateReleased:
 		return "released"
 	}
 	return "unknown(" + strconv.FormatInt(s, 10) + ")"
@@ -290,18 +282,18 @@ type view struct {
 func (r *record) view(rk idemrt.RecordKey, ring *idemrt.KeyRing) view {
 	v := view{Found: true, Scope: rk.Scope, PrincipalSHA256: hex.EncodeToString(rk.PrincipalHash[:]), Key: rk.Key,
 		State: stateName(r.state), Epoch: r.epoch, LeaseUntil: r.leaseUntil.UTC(), ExpiresAt: r.expiresAt.UTC(),
-		StoreNow: r.now.UTC(), LeaseLive: r.state == stateInProgress && r.leaseUntil.After(r.now), FingerprintVersion: r.fingerprintVersion}
+		StoreNow: r.now.UTC(), LeaseLive: r.state == storekit.StateInProgress && r.leaseUntil.After(r.now), FingerprintVersion: r.fingerprintVersion}
 	// A fresh record's epoch is the store's clock in microseconds when it
 	// was first claimed; a takeover or a claim after a release adds one.
 	v.Created = time.UnixMicro(r.epoch).UTC()
-	if r.state != stateCompleted {
+	if r.state != storekit.StateCompleted {
 		return v
 	}
 	v.Status, v.Tombstone = r.status, r.tombstone
 	if r.tombstone {
 		return v
 	}
-	h, err := decodeHeader(r.headers)
+	h, err := storekit.DecodeHeader(r.headers)
 	if err != nil {
 		v.Withheld = err.Error()
 		return v
@@ -371,64 +363,6 @@ func (v view) text() string {
 		fmt.Fprintf(&b, "body       %s\n", v.Body)
 	}
 	return b.String()
-}
-
-// decodeHeader reads the stores' header encoding (templates/common's
-// encodeHeader, shared by the SQL stores and redisstore): format byte 1,
-// uvarint count of names, each name, uvarint count of its values, each
-// value, strings as uvarint length and bytes. Empty is no header.
-func decodeHeader(b []byte) (http.Header, error) {
-	h := http.Header{}
-	if len(b) == 0 {
-		return h, nil
-	}
-	bad := errors.New("the stored headers are corrupt")
-	if b[0] != 1 {
-		return nil, fmt.Errorf("the stored headers have unknown format %d", b[0])
-	}
-	b = b[1:]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	str := func() (string, bool) {
-		l, ok := next()
-		if !ok || l > uint64(len(b)) {
-			return "", false
-		}
-		s := string(b[:l])
-		b = b[l:]
-		return s, true
-	}
-	n, ok := next()
-	if !ok || n > uint64(len(b)) {
-		return nil, bad
-	}
-	for range n {
-		name, ok := str()
-		if !ok {
-			return nil, bad
-		}
-		m, ok := next()
-		if !ok || m > uint64(len(b)) {
-			return nil, bad
-		}
-		for range m {
-			v, ok := str()
-			if !ok {
-				return nil, bad
-			}
-			h[name] = append(h[name], v)
-		}
-	}
-	if len(b) != 0 {
-		return nil, bad
-	}
-	return h, nil
 }
 
 // store is one kind of store.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit"
 )
 
 // The Store deduplicates message deliveries (idemrt.ProcessOnce) and holds
@@ -65,7 +66,7 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 	}
 	q := sqlcNew(tx)
 	for _, ev := range evs {
-		headers, err := encodeEventHeaders(ev.Headers)
+		headers, err := storekit.EncodeEventHeaders(ev.Headers)
 		if err != nil {
 			return err
 		}
@@ -73,7 +74,7 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 			EventID:  []byte(ev.ID),
 			Topic:    []byte(ev.Topic),
 			EventKey: []byte(ev.Key),
-			Payload:  nonNil(ev.Payload),
+			Payload:  storekit.NonNil(ev.Payload),
 			Headers:  headers,
 		}); err != nil {
 			return fmt.Errorf("idempotency store: add event %q: %w", ev.ID, err)
@@ -94,7 +95,7 @@ const claimLockWait = 10 // seconds
 // leased. The lock is held on one connection: the lock, BEGIN, the
 // select, the lease, COMMIT, the unlock.
 func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
-	limit, err := checkClaim(limit, lease)
+	limit, err := storekit.CheckClaimEvents(limit, lease)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration)
 	}
 	evs := make([]idemrt.OutboxEvent, len(rows))
 	for i, r := range rows {
-		headers, err := decodeEventHeaders(r.Headers)
+		headers, err := storekit.DecodeEventHeaders(r.Headers)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +160,7 @@ func claimLocked(ctx context.Context, conn *sql.Conn, limit int, lease time.Dura
 	for i, r := range rows {
 		seqs[i] = r.Seq
 	}
-	if err := q.LeaseEvents(ctx, sqlcLeaseEventsParams{LeaseUs: durationUnits(lease, time.Microsecond), Seqs: seqs}); err != nil {
+	if err := q.LeaseEvents(ctx, sqlcLeaseEventsParams{LeaseUs: storekit.DurationUnits(lease, time.Microsecond), Seqs: seqs}); err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit()
@@ -241,7 +242,7 @@ func (s *Store) SweepSent(ctx context.Context, retention time.Duration, limit in
 	if limit <= 0 {
 		return 0, nil
 	}
-	n, err := s.sweepSent(ctx, retention, min(limit, 1<<30))
+	n, err := s.sweepSent(ctx, retention, min(limit, storekit.MaxSweep))
 	if err != nil {
 		return 0, fmt.Errorf("idempotency store: sweep sent events: %w", err)
 	}
@@ -255,7 +256,7 @@ func (s *Store) sweepSent(ctx context.Context, retention time.Duration, limit in
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	q := sqlcNew(tx)
-	seqs, err := q.SweepSentBatch(ctx, sqlcSweepSentBatchParams{RetentionUs: durationUnits(retention, time.Microsecond), Limit: int32(limit)})
+	seqs, err := q.SweepSentBatch(ctx, sqlcSweepSentBatchParams{RetentionUs: storekit.DurationUnits(retention, time.Microsecond), Limit: int32(limit)})
 	if err != nil || len(seqs) == 0 {
 		return 0, err
 	}

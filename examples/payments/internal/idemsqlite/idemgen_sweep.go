@@ -3,10 +3,14 @@
 package idemsqlite
 
 import (
-	"context"
-	"fmt"
 	"time"
+
+	"github.com/idemgen/idemgen/storekit"
 )
+
+// This store was generated for storekit's API version 1; an idemgen whose
+// storekit no longer offers it regenerates the store (go generate).
+const _ = storekit.SupportPackageIsVersion1
 
 // DefaultProcessedRetention is how long a message consumer's processed ids
 // are kept (see MarkProcessed) unless ProcessedRetention says otherwise: 14
@@ -14,7 +18,7 @@ import (
 // retention is 7 days); raise it when your broker can redeliver later. A
 // redelivery older than the retention runs again once the sweeper has
 // deleted its id.
-const DefaultProcessedRetention = 14 * 24 * time.Hour
+const DefaultProcessedRetention = storekit.DefaultProcessedRetention
 
 // Option configures a Store.
 type Option func(*Store)
@@ -35,30 +39,4 @@ func newStore(s *Store, opts []Option) *Store {
 		o(s)
 	}
 	return s
-}
-
-// sweepTables deletes up to limit expired idempotency records and, with what
-// is left of limit, processed message ids older than s.retention, so that
-// RunSweeper's loop (call again while a call deletes limit rows) empties
-// both tables.
-func (s *Store) sweepTables(ctx context.Context, limit int,
-	keys func(ctx context.Context, limit int) (int, error),
-	processed func(ctx context.Context, limit int, retention time.Duration) (int, error),
-) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	limit = min(limit, 1<<30)
-	n, err := keys(ctx, limit)
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep: %w", err)
-	}
-	if n >= limit || s.retention <= 0 {
-		return n, nil
-	}
-	m, err := processed(ctx, limit-n, s.retention)
-	if err != nil {
-		return n, fmt.Errorf("idempotency store: sweep processed ids: %w", err)
-	}
-	return n + m, nil
 }

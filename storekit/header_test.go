@@ -1,4 +1,4 @@
-package sqlite
+package storekit
 
 import (
 	"net/http"
@@ -6,17 +6,17 @@ import (
 	"testing"
 )
 
-// FuzzHeaderCodec: decodeHeader never panics on stored bytes, and what
-// encodeHeader writes decodes to the same header.
+// FuzzHeaderCodec: DecodeHeader never panics on stored bytes, and what
+// EncodeHeader writes decodes to the same header.
 func FuzzHeaderCodec(f *testing.F) {
 	f.Add([]byte{}, "Link", "v1", "v2")
 	f.Add([]byte{1, 1, 4, 'L', 'i', 'n', 'k', 1, 0}, "X", "caf\xe9", "")
 	f.Add([]byte{1, 255, 255, 255, 255, 15}, "", "", "")
 	f.Add([]byte{2}, "A", "b", "c")
 	f.Fuzz(func(t *testing.T, stored []byte, name, v1, v2 string) {
-		decodeHeader(stored) // must not panic; an error is fine
+		DecodeHeader(stored) // must not panic; an error is fine
 		h := http.Header{name: {v1, v2}, "Content-Type": {"application/json"}}
-		got, err := decodeHeader(encodeHeader(h))
+		got, err := DecodeHeader(EncodeHeader(h))
 		if err != nil {
 			t.Fatalf("decode(encode(%q)): %v", h, err)
 		}
@@ -27,16 +27,16 @@ func FuzzHeaderCodec(f *testing.F) {
 }
 
 func TestDecodeHeaderRejectsCorruption(t *testing.T) {
-	good := encodeHeader(http.Header{"Link": {"a", "b"}})
+	good := EncodeHeader(http.Header{"Link": {"a", "b"}})
 	for i := 1; i < len(good); i++ {
-		if _, err := decodeHeader(good[:i]); err == nil {
+		if _, err := DecodeHeader(good[:i]); err == nil {
 			t.Errorf("truncated to %d bytes: no error", i)
 		}
 	}
-	if _, err := decodeHeader(append(good, 0)); err == nil {
+	if _, err := DecodeHeader(append(good, 0)); err == nil {
 		t.Error("trailing byte: no error")
 	}
-	if _, err := decodeHeader([]byte{9}); err == nil {
+	if _, err := DecodeHeader([]byte{9}); err == nil {
 		t.Error("unknown format: no error")
 	}
 }

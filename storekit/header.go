@@ -1,0 +1,104 @@
+package storekit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+)
+
+// headerFormat is the first byte of an encoded header set.
+const headerFormat = 1
+
+// EncodeHeader encodes h with every value of every name, names sorted:
+// format byte 1, then the uvarint count of names, and for each name its
+// length and bytes, the uvarint count of values and each value's length and
+// bytes. Values are kept byte for byte (JSON would replace invalid UTF-8).
+func EncodeHeader(h http.Header) []byte {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b := []byte{headerFormat}
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		b = appendString(b, name)
+		values := h[name]
+		b = binary.AppendUvarint(b, uint64(len(values)))
+		for _, v := range values {
+			b = appendString(b, v)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+var errBadHeaders = errors.New("idempotency store: stored headers are corrupt")
+
+// DecodeHeader reverses EncodeHeader. An empty input is an empty header;
+// anything else that EncodeHeader did not write is an error.
+func DecodeHeader(b []byte) (http.Header, error) {
+	h := http.Header{}
+	if len(b) == 0 {
+		return h, nil
+	}
+	if b[0] != headerFormat {
+		return nil, fmt.Errorf("idempotency store: stored headers have unknown format %d", b[0])
+	}
+	d := decoder{b: b[1:]}
+	n := d.count()
+	if n > uint64(len(d.b)) {
+		return nil, errBadHeaders
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.string()
+		m := d.count()
+		if m > uint64(len(d.b)) { // every value takes at least one byte
+			return nil, errBadHeaders
+		}
+		values := make([]string, 0, m)
+		for j := uint64(0); j < m && d.err == nil; j++ {
+			values = append(values, d.string())
+		}
+		h[name] = values
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, errBadHeaders
+	}
+	return h, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) count() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadHeaders
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	l := d.count()
+	if d.err != nil || l > uint64(len(d.b)) {
+		d.err = errBadHeaders
+		return ""
+	}
+	s := string(d.b[:l])
+	d.b = d.b[l:]
+	return s
+}
