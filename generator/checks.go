@@ -144,6 +144,13 @@ func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
 	}
 }
 
+// generationEnv is the environment a policy is validated in at generation
+// time: the Options that generated code asks its caller for (a principal
+// function for auth operations, a TxStore for transactional ones) are
+// taken as given, since their absence is a start-up error of the
+// application, not a mistake in the spec.
+var generationEnv = idemrt.PolicyEnv{Principal: true, TxStore: true}
+
 // checkRuntime runs the runtime's validators (idemrt.ValidatePolicy) on
 // the policy the emitter would write for o, and reports each problem at
 // the place in the spec its field comes from: generate refuses what
@@ -158,7 +165,7 @@ func (b *builder) checkRuntime(r *opRef, o *Operation, m *merged, at locator) {
 			return
 		}
 	}
-	for _, fe := range idemrt.ValidatePolicy(&o.Policy, idemrt.GenerationEnv()) {
+	for _, fe := range idemrt.ValidatePolicy(&o.Policy, generationEnv) {
 		if fe.Section == "route" {
 			continue
 		}

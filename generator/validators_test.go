@@ -39,7 +39,7 @@ func TestGenerateRefusesWhatMiddlewareRefuses(t *testing.T) {
 		"key field %q is not a dotted path such as order.id":                         {path: "/a", annotation: "{key: {fields: [a..b]}}"},
 		"unknown key source %d":                                                      {unreachable: "the key source is one of the four the decoder knows"},
 		"KeyName %q set for a key that is not read from a header or query parameter": {unreachable: "the decoder sets a key name for header and query keys only"},
-		"principal mode is auth (keys per caller) but Options.Principal is nil; supply a principal function, or set the operation's principal to anonymous for one shared key space": {unreachable: "about the application's Options (idemrt.GenerationEnv takes a principal function as given); the generated Middleware's doc comment names the auth operations"},
+		"principal mode is auth (keys per caller) but Options.Principal is nil; supply a principal function, or set the operation's principal to anonymous for one shared key space": {unreachable: "about the application's Options (generationEnv takes a principal function as given); the generated Middleware's doc comment names the auth operations"},
 		"unknown principal mode %d":                                         {unreachable: "the principal is auth or anonymous, decoded or defaulted"},
 		"Challenges set on an anonymous operation, which never answers 401": {unreachable: "challenges are generated for auth operations only"},
 		"challenge %q is not a WWW-Authenticate challenge (an auth-scheme token, then optional parameters, on one line)": {unreachable: "challenges are Bearer, or Basic with a realm made of the title's printable characters (realm)"},
@@ -54,7 +54,7 @@ func TestGenerateRefusesWhatMiddlewareRefuses(t *testing.T) {
 		"save rule has unknown status classes %b":                               {unreachable: "the decoder sets the five classes 1xx-5xx only"},
 		"save rule lists status %d, not a status code":                          {path: "/a", annotation: "{save: [600]}"},
 		"replay header %q is not a valid header name":                           {path: "/a", annotation: "{replay-headers: ['Bad Header']}"},
-		"transactional mode needs a store that implements TxStore; %T does not": {unreachable: "about the application's store (idemrt.GenerationEnv takes a TxStore as given); every generated SQL store is one"},
+		"transactional mode needs a store that implements TxStore; %T does not": {unreachable: "about the application's store (generationEnv takes a TxStore as given); every generated SQL store is one"},
 	}
 	src, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "runtime", "validate.go"))
 	if err != nil {

@@ -300,7 +300,7 @@ func (e *engine) prepare(r *http.Request, op *operation, params []string) (in cl
 	// 3. Key syntax.
 	var key string
 	if op.key == KeyFromHeader || op.key == KeyFromQuery {
-		k, err := ParseKey(rawKey)
+		k, err := parseKey(rawKey)
 		if err != nil {
 			return in, fq, refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: err.Error() + "; a key is 1 to 255 visible ASCII characters"}, false
 		}

@@ -1,6 +1,41 @@
 package runtime
 
-import "strings"
+import (
+	"strings"
+)
+
+// What the tests call that the package keeps to itself.
+var (
+	ParseKey       = parseKey
+	ErrKeyEmpty    = errKeyEmpty
+	ErrKeyTooLong  = errKeyTooLong
+	ErrKeyInvalid  = errKeyInvalid
+	ErrKeyBadQuote = errKeyBadQuote
+)
+
+// CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
+// document: object members sorted by their UTF-16 code units, no
+// insignificant whitespace, strings with minimal escapes, numbers in
+// ECMAScript's shortest form.
+func CanonicalJSON(in []byte) ([]byte, error) {
+	c := &canonicalizer{}
+	if err := c.canonicalize(in, nil); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// Fingerprint is the fingerprint of version FingerprintVersion of a
+// request without Content-Encoding (fingerprintAt).
+func Fingerprint(method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
+	return fingerprintAt(FingerprintVersion, method, route, params, contentType, nil, body, include, exclude)
+}
+
+// FingerprintEncoded is Fingerprint for a request with the Content-Encoding
+// header values contentEncoding.
+func FingerprintEncoded(method, route string, params []string, contentType string, contentEncoding []string, body []byte, include, exclude []string) ([32]byte, error) {
+	return fingerprintAt(FingerprintVersion, method, route, params, contentType, contentEncoding, body, include, exclude)
+}
 
 // FingerprintAt is Fingerprint with the algorithm of another version (1, 2
 // or 3), for tests of records written by earlier versions.

@@ -63,29 +63,19 @@ func appendLenString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// Fingerprint computes the request fingerprint of version
-// FingerprintVersion for a request without Content-Encoding: SHA-256 over
-// the method, the route template, the path parameter values and the body.
-// A JSON body (Content-Type application/json or any +json type) is
-// canonicalised as RFC 8785 orders members and escapes strings, numbers
-// kept as written, keeping only the include pointers or leaving out the
-// exclude pointers; an application/x-www-form-urlencoded body is hashed as
-// its pairs (names sorted, the values of one name in their order); anything
-// else (including JSON that cannot be canonicalised or has member names
-// equal under encoding/json's case folding, and forms that are not strictly
-// urlencoded) as raw bytes.
-func Fingerprint(method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {
-	return fingerprintAt(FingerprintVersion, method, route, params, contentType, nil, body, include, exclude)
-}
-
-// FingerprintEncoded is Fingerprint for a request with the Content-Encoding
-// header values contentEncoding (none: Fingerprint's result). The values
-// count as sent, and the body then counts as raw bytes: what a handler
-// reads is what its decompression makes of them.
-func FingerprintEncoded(method, route string, params []string, contentType string, contentEncoding []string, body []byte, include, exclude []string) ([32]byte, error) {
-	return fingerprintAt(FingerprintVersion, method, route, params, contentType, contentEncoding, body, include, exclude)
-}
-
+// fingerprintAt computes a request's fingerprint with the algorithm of
+// version (the engine's is FingerprintVersion): SHA-256 over the method,
+// the route template, the path parameter values, the Content-Encoding
+// header values encoding (version 3) and the body. A JSON body (Content-Type
+// application/json or any +json type) is canonicalised as RFC 8785 orders
+// members and escapes strings, numbers kept as written, keeping only the
+// include pointers or leaving out the exclude pointers; an
+// application/x-www-form-urlencoded body is hashed as its pairs (names
+// sorted, the values of one name in their order); anything else
+// (including JSON that cannot be canonicalised or has member names equal
+// under encoding/json's case folding, and forms that are not strictly
+// urlencoded) as raw bytes. With an encoding, the body counts as raw
+// bytes: what a handler reads is what its decompression makes of them.
 func fingerprintAt(version int, method, route string, params []string, contentType string, encoding []string, body []byte, include, exclude []string) ([32]byte, error) {
 	in := fpInput{method: method, route: route, params: params, contentType: contentType, encoding: encoding, include: include}
 	var exc [][]string

@@ -26,18 +26,6 @@ var errFoldedDuplicate = errors.New("member names equal under encoding/json's ca
 
 const maxJSONDepth = 512
 
-// CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
-// document: object members sorted by their UTF-16 code units, no
-// insignificant whitespace, strings with minimal escapes, numbers in
-// ECMAScript's shortest form.
-func CanonicalJSON(in []byte) ([]byte, error) {
-	c := &canonicalizer{}
-	if err := c.canonicalize(in, nil); err != nil {
-		return nil, err
-	}
-	return c.out, nil
-}
-
 // canonicalizer holds reusable buffers; it is pooled by the engine.
 type canonicalizer struct {
 	in      []byte
@@ -49,8 +37,8 @@ type canonicalizer struct {
 	depth   int
 	// exact selects exact numbers (fingerprint version 2 and fields keys):
 	// a number's canonical text is its decimal value, not the value of the
-	// nearest double (see appendExactNumber). CanonicalJSON (RFC 8785) and
-	// version 1 leave it false.
+	// nearest double (see appendExactNumber). RFC 8785's form (the tests'
+	// CanonicalJSON) and version 1 leave it false.
 	exact bool
 	// v1differs is set (with exact) when the exact text of a number in the
 	// output is not the text that version 1 writes for it (or version 1

@@ -11,21 +11,21 @@ import (
 // MaxKeyLength is the longest key accepted (CONTRACT §2).
 const MaxKeyLength = 255
 
-// Key errors returned by ParseKey.
+// Key errors returned by parseKey; the 400 problem's detail carries their text.
 var (
-	ErrKeyEmpty    = errors.New("idempotency key is empty")
-	ErrKeyTooLong  = errors.New("idempotency key is longer than 255 characters")
-	ErrKeyInvalid  = errors.New("idempotency key has characters outside visible ASCII (0x21-0x7E)")
-	ErrKeyBadQuote = errors.New("idempotency key starts with a quote but is not a valid RFC 8941 string")
+	errKeyEmpty    = errors.New("idempotency key is empty")
+	errKeyTooLong  = errors.New("idempotency key is longer than 255 characters")
+	errKeyInvalid  = errors.New("idempotency key has characters outside visible ASCII (0x21-0x7E)")
+	errKeyBadQuote = errors.New("idempotency key starts with a quote but is not a valid RFC 8941 string")
 )
 
-// ParseKey validates a client-supplied key: 1 to 255 visible ASCII
+// parseKey validates a client-supplied key: 1 to 255 visible ASCII
 // characters (0x21-0x7E). The RFC 8941 quoted form ("abc", with \" and \\
 // escapes) is accepted and unquoted first; the unquoted key must then be
 // 1 to 255 visible ASCII characters too (so a space is refused even inside
 // quotes). A key that starts with a double quote must be a valid quoted
 // string.
-func ParseKey(s string) (string, error) {
+func parseKey(s string) (string, error) {
 	if len(s) > 0 && s[0] == '"' {
 		u, err := unquoteSFString(s)
 		if err != nil {
@@ -34,13 +34,13 @@ func ParseKey(s string) (string, error) {
 		s = u
 	}
 	if s == "" {
-		return "", ErrKeyEmpty
+		return "", errKeyEmpty
 	}
 	if len(s) > MaxKeyLength {
-		return "", ErrKeyTooLong
+		return "", errKeyTooLong
 	}
 	if !visibleASCII(s) {
-		return "", ErrKeyInvalid
+		return "", errKeyInvalid
 	}
 	return s, nil
 }
@@ -57,13 +57,13 @@ func visibleASCII(s string) bool {
 // unquoteSFString parses an RFC 8941 sf-string.
 func unquoteSFString(s string) (string, error) {
 	if len(s) < 2 || s[len(s)-1] != '"' {
-		return "", ErrKeyBadQuote
+		return "", errKeyBadQuote
 	}
 	in := s[1 : len(s)-1]
 	if strings.IndexByte(in, '\\') < 0 {
 		for i := 0; i < len(in); i++ {
 			if c := in[i]; c == '"' || c < 0x20 || c > 0x7e {
-				return "", ErrKeyBadQuote
+				return "", errKeyBadQuote
 			}
 		}
 		return in, nil
@@ -74,12 +74,12 @@ func unquoteSFString(s string) (string, error) {
 		switch {
 		case c == '\\':
 			if i+1 >= len(in) || (in[i+1] != '"' && in[i+1] != '\\') {
-				return "", ErrKeyBadQuote
+				return "", errKeyBadQuote
 			}
 			i++
 			b.WriteByte(in[i])
 		case c == '"' || c < 0x20 || c > 0x7e:
-			return "", ErrKeyBadQuote
+			return "", errKeyBadQuote
 		default:
 			b.WriteByte(c)
 		}

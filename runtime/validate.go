@@ -42,13 +42,6 @@ type PolicyEnv struct {
 	Store Store
 }
 
-// GenerationEnv is the environment idemgen validates policies in: the
-// Options that generated code asks its caller for (a principal function
-// for auth operations, a TxStore for transactional ones) are taken as
-// given, since their absence is a start-up error of the application, not
-// a mistake in the spec.
-func GenerationEnv() PolicyEnv { return PolicyEnv{Principal: true, TxStore: true} }
-
 // ValidatePolicy returns every problem of p that NewMiddleware (and Wrap)
 // refuse in env, in the order of the sections: route, key, principal,
 // fingerprint, limits, save, replay, tx. Nil means the policy starts.

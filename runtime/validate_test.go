@@ -51,7 +51,8 @@ var validatorCases = []struct {
 	{"transactional", func(p *idemrt.Policy) { p.Transactional = true }, idemrt.PolicyEnv{Principal: true, Store: plainStore{}}, "tx", "Transactional", `transactional mode needs a store that implements TxStore; runtime_test.plainStore does not`},
 }
 
-var fullEnv = idemrt.GenerationEnv()
+// fullEnv has every Option a policy may need.
+var fullEnv = idemrt.PolicyEnv{Principal: true, TxStore: true}
 
 // plainStore is a Store that is not a TxStore.
 type plainStore struct{ idemrt.Store }
