@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/idemgen/idemgen/internal/testutil" // -update
 	"github.com/idemgen/idemgen/storekit"
 )
 
