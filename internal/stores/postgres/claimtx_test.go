@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,14 +82,23 @@ func TestClaimTxDuplicateElsewhereGetsLeaseLeft(t *testing.T) {
 // its transaction (InProgress with its lease). No outcome costs the pool
 // a connection (a connection left in a transaction would be closed on
 // release), and the session's application_name is its own again after
-// each transaction.
+// each transaction, whether it is short or as long as the server allows
+// (63 bytes: the outcome must still fit).
 func TestBeginClaimOneRoundTripPaths(t *testing.T) {
-	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		mode    pgx.QueryExecMode
+		appName string
+	}{
+		{pgx.QueryExecModeCacheStatement, "billing-api"},
+		{pgx.QueryExecModeExec, "billing-api"},
+		{pgx.QueryExecModeCacheStatement, strings.Repeat("payments-service-eu-west-1/", 3)[:63]},
+	} {
+		mode, appName := c.mode, c.appName
+		t.Run(fmt.Sprintf("%v/%d-byte-name", mode, len(appName)), func(t *testing.T) {
 			db := newTestDB(t)
 			pool := db.pool(t, func(c *pgxpool.Config) {
 				c.ConnConfig.DefaultQueryExecMode = mode
-				c.ConnConfig.RuntimeParams["application_name"] = "billing-api"
+				c.ConnConfig.RuntimeParams["application_name"] = appName
 				c.MaxConns = 4
 			})
 			st, err := NewStore(context.Background(), pool)
@@ -162,8 +173,8 @@ func TestBeginClaimOneRoundTripPaths(t *testing.T) {
 				t.Errorf("%d connections opened for 2 concurrent transactions at most: the pool closed connections left in a transaction", n)
 			}
 			var name string
-			if err := pool.QueryRow(ctx, "SHOW application_name").Scan(&name); err != nil || name != "billing-api" {
-				t.Errorf("application_name after the claims: %q, %v; want billing-api", name, err)
+			if err := pool.QueryRow(ctx, "SHOW application_name").Scan(&name); err != nil || name != appName {
+				t.Errorf("application_name after the claims: %q, %v; want %q", name, err, appName)
 			}
 		})
 	}

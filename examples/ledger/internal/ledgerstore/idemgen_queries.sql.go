@@ -261,7 +261,9 @@ WITH cur AS (
     FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
 )
 SELECT outcome.epoch, outcome.claim,
-       set_config('application_name', current_setting('application_name') || ' ' || $1::text || outcome.claim, true) AS reported
+       set_config('application_name',
+                  left(current_setting('application_name'), greatest(0, 62 - length($1::text || outcome.claim)))
+                  || ' ' || $1::text || outcome.claim, true) AS reported
 FROM outcome
 `
 
@@ -299,7 +301,9 @@ type sqlcClaimTxRow struct {
 // set, for the transaction only, at the end of application_name after
 // tag: pgx's BeginTx returns no rows, but the server reports a change of
 // application_name to the client (a ParameterStatus message) within the
-// same round trip. The transaction also gets
+// same round trip. The server cuts application_name to 63 bytes (it is
+// ASCII already), so only as much of the session's own name is kept as
+// leaves the tag and the outcome whole. The transaction also gets
 // idle_in_transaction_session_timeout = the lease: a client that vanished
 // without closing its connection (a network partition) cannot hold the
 // key past its lease, since the server then ends the session.

@@ -54,7 +54,9 @@ WITH cur AS (
     FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
 )
 SELECT outcome.epoch, outcome.claim,
-       set_config('application_name', current_setting('application_name') || ' ' || 'idemgen:0000000000000000:'::text || outcome.claim, true) AS reported
+       set_config('application_name',
+                  left(current_setting('application_name'), greatest(0, 62 - length('idemgen:0000000000000000:'::text || outcome.claim)))
+                  || ' ' || 'idemgen:0000000000000000:'::text || outcome.claim, true) AS reported
 FROM outcome;
 \endpipeline
 INSERT INTO plain (id, body) VALUES (gen_random_uuid()::text, '{"id":"ch_1","amount":100,"currency":"eur"}'::bytea);
