@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -95,6 +97,60 @@ func StoreFloors(hb HTTPBackend) []HTTPFloor {
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx))
 		if err := hb.InsertIn(ctx, tx, id, body); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}})
+}
+
+// SQLFloorSteps are a database/sql store's own claim and completion
+// statements (its generated queries, no read first), each run in tx when
+// tx is not nil and on its own otherwise.
+type SQLFloorSteps struct {
+	Claim    func(ctx context.Context, tx *sql.Tx, key string) (epoch int64, err error)
+	Complete func(ctx context.Context, tx *sql.Tx, key string, body []byte, epoch int64) error
+}
+
+// SQLFloors are the fewest statements a first request could send on a
+// database/sql store, with no wrapper and no read first: what any design
+// sending them could reach against hb's bare INSERT handler.
+//
+//   - floor-nontx: the claim, the handler's INSERT, the completion, each
+//     committed on its own (3 statements, 3 commits);
+//   - floor-tx (with hb.InsertIn): the store's transaction (BeginTx), the
+//     claim, the INSERT, the completion, COMMIT: one commit.
+func SQLFloors(hb HTTPBackend, s SQLFloorSteps) []HTTPFloor {
+	floors := []HTTPFloor{{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
+		epoch, err := s.Claim(ctx, nil, key)
+		if err != nil {
+			return err
+		}
+		if err := hb.Insert(ctx, id, body); err != nil {
+			return err
+		}
+		return s.Complete(ctx, nil, key, body, epoch)
+	}}}
+	if hb.InsertIn == nil {
+		return floors
+	}
+	return append(floors, HTTPFloor{Name: "floor-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
+		tx, err := hb.Store.BeginTx(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		sqlTx, ok := tx.Handle().(*sql.Tx)
+		if !ok {
+			return errors.New("the store's transaction is not a *sql.Tx")
+		}
+		epoch, err := s.Claim(ctx, sqlTx, key)
+		if err != nil {
+			return err
+		}
+		if err := hb.InsertIn(ctx, tx, id, body); err != nil {
+			return err
+		}
+		if err := s.Complete(ctx, sqlTx, key, body, epoch); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)

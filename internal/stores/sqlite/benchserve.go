@@ -7,7 +7,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -54,40 +53,19 @@ func BenchFloors(ctx context.Context, conn *sql.DB, hb harness.HTTPBackend) ([]h
 		}
 		return err
 	}
-	floors := []harness.HTTPFloor{{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
-		epoch, err := claim(ctx, q, key)
-		if err != nil {
-			return err
+	on := func(tx *sql.Tx) *sqlcQueries {
+		if tx == nil {
+			return q
 		}
-		if err := hb.Insert(ctx, id, body); err != nil {
-			return err
-		}
-		return completeIt(ctx, q, key, body, epoch)
-	}}}
-	if hb.InsertIn != nil {
-		floors = append(floors, harness.HTTPFloor{Name: "floor-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
-			tx, err := hb.Store.BeginTx(ctx)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback(context.WithoutCancel(ctx))
-			sqlTx, ok := tx.Handle().(*sql.Tx)
-			if !ok {
-				return errors.New("the store's transaction is not a *sql.Tx")
-			}
-			qtx := q.WithTx(sqlTx)
-			epoch, err := claim(ctx, qtx, key)
-			if err != nil {
-				return err
-			}
-			if err := hb.InsertIn(ctx, tx, id, body); err != nil {
-				return err
-			}
-			if err := completeIt(ctx, qtx, key, body, epoch); err != nil {
-				return err
-			}
-			return tx.Commit(ctx)
-		}})
+		return q.WithTx(tx)
 	}
+	floors := harness.SQLFloors(hb, harness.SQLFloorSteps{
+		Claim: func(ctx context.Context, tx *sql.Tx, key string) (int64, error) {
+			return claim(ctx, on(tx), key)
+		},
+		Complete: func(ctx context.Context, tx *sql.Tx, key string, body []byte, epoch int64) error {
+			return completeIt(ctx, on(tx), key, body, epoch)
+		},
+	})
 	return floors, func() { q.Close() }, nil
 }
