@@ -122,14 +122,21 @@ func Do(h http.Handler, key string) *httptest.ResponseRecorder {
 // short pause, until another answer comes or the deadline passes. It
 // returns the last answer and how many 503s came before it.
 func DoRetrying(h http.Handler, key string, timeout time.Duration) (*httptest.ResponseRecorder, int) {
+	// A 503 without Retry-After is not the contract's: it is not retried.
+	return resend(h, key, timeout, func(w *httptest.ResponseRecorder) bool {
+		return w.Code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") != ""
+	})
+}
+
+// resend sends key through h, pausing 50-200 ms between sends, for as long
+// as again says so of the answer and timeout has not passed. It returns
+// the last answer and how many answers came before it.
+func resend(h http.Handler, key string, timeout time.Duration, again func(*httptest.ResponseRecorder) bool) (*httptest.ResponseRecorder, int) {
 	deadline := time.Now().Add(timeout)
-	for unavailable := 0; ; unavailable++ {
+	for before := 0; ; before++ {
 		w := Do(h, key)
-		if w.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			return w, unavailable
-		}
-		if w.Header().Get("Retry-After") == "" {
-			return w, unavailable // a 503 without Retry-After is not the contract's
+		if !again(w) || time.Now().After(deadline) {
+			return w, before
 		}
 		time.Sleep(time.Duration(50+rand.IntN(150)) * time.Millisecond)
 	}
@@ -170,18 +177,14 @@ func wantReplay(t testing.TB, w *httptest.ResponseRecorder, worker string, what 
 	}
 }
 
-// retryUntil sends key through h every 100ms until the status is not 409
-// (the lease of an earlier attempt is running) nor 503, or timeout.
+// retryUntil sends key through h until the status is not 409 (the lease
+// of an earlier attempt is running) nor 503, or timeout.
 func retryUntil(t testing.TB, h http.Handler, key string, timeout time.Duration) *httptest.ResponseRecorder {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		w := Do(h, key)
-		if (w.Code != http.StatusConflict && w.Code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
-			return w
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	w, _ := resend(h, key, timeout, func(w *httptest.ResponseRecorder) bool {
+		return w.Code == http.StatusConflict || w.Code == http.StatusServiceUnavailable
+	})
+	return w
 }
 
 // StormLease is the lease of the storm tests: the contract's default. The
