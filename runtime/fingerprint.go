@@ -315,6 +315,9 @@ func (c *canonicalizer) appendPairs(vals url.Values) {
 
 // mediaKind classifies a Content-Type without allocating.
 func mediaKind(ct string) byte {
+	if ct == "application/json" {
+		return bodyJSON // the common spelling, without the folding below
+	}
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
