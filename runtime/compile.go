@@ -151,5 +151,18 @@ func withDefaults(p *Policy, name string) *operation {
 	return op
 }
 
+// canonicalKeyName is the key header's canonical name, or the query
+// parameter's name.
+func canonicalKeyName(p *Policy) string {
+	switch p.Key {
+	case 0, KeyFromHeader:
+		if p.KeyName == "" {
+			return "Idempotency-Key"
+		}
+		return textproto.CanonicalMIMEHeaderKey(p.KeyName)
+	}
+	return p.KeyName
+}
+
 // saves reports whether the save rule keeps a response with this status.
 func (op *operation) saves(status int) bool { return op.save.Saves(status) }

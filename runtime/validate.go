@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"net/textproto"
 	"slices"
 	"strings"
 
@@ -260,19 +259,6 @@ func joinFieldErrs(name string, list []*FieldError) error {
 		errs[i] = fmt.Errorf("idempotency: operation %s: %w", name, e)
 	}
 	return errors.Join(errs...)
-}
-
-// canonicalKeyName is the key header's canonical name, or the query
-// parameter's name.
-func canonicalKeyName(p *Policy) string {
-	switch p.Key {
-	case 0, KeyFromHeader:
-		if p.KeyName == "" {
-			return "Idempotency-Key"
-		}
-		return textproto.CanonicalMIMEHeaderKey(p.KeyName)
-	}
-	return p.KeyName
 }
 
 // validChallenge reports whether c can be sent as a WWW-Authenticate value:
