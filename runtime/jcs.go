@@ -62,7 +62,7 @@ type canonicalizer struct {
 	fbuf  []byte
 	// digits, v1num and ntext are scratch for exact numbers.
 	digits, v1num, ntext []byte
-	// pairs and pbuf hold a decoded query or form (pairs.go).
+	// pairs and pbuf hold a decoded query or form (queryform.go).
 	pairs []qpair
 	pbuf  []byte
 	// vs, ve is the pending verbatim span: the output so far is out
