@@ -94,13 +94,7 @@ func withDefaults(p *Policy, name string) *operation {
 	if len(p.BasePaths) == 0 {
 		op.patterns = []*routePattern{rp}
 	}
-	seen := map[string]bool{}
-	for _, b := range p.BasePaths {
-		b = strings.TrimSuffix(b, "/")
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
+	for _, b := range basePaths(p.BasePaths) {
 		full, _ := checkRoute(b + p.Route)
 		op.patterns = append(op.patterns, full)
 	}

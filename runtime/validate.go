@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -80,13 +81,7 @@ func validateRoute(p *Policy, _ PolicyEnv) []*FieldError {
 		f.add("Route", -1, "%v", err)
 		return f.list
 	}
-	seen := map[string]bool{}
-	for i, b := range p.BasePaths {
-		b = strings.TrimSuffix(b, "/")
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
+	for i, b := range basePaths(p.BasePaths) {
 		if b != "" && !strings.HasPrefix(b, "/") {
 			f.add("BasePaths", i, "base path %q does not start with /", b)
 			continue
@@ -96,6 +91,24 @@ func validateRoute(p *Policy, _ PolicyEnv) []*FieldError {
 		}
 	}
 	return f.list
+}
+
+// basePaths yields a policy's base paths without their trailing slash,
+// each once, with its index in the list: "/v1" and "/v1/" are one.
+func basePaths(bases []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		seen := map[string]bool{}
+		for i, b := range bases {
+			b = strings.TrimSuffix(b, "/")
+			if seen[b] {
+				continue
+			}
+			seen[b] = true
+			if !yield(i, b) {
+				return
+			}
+		}
+	}
 }
 
 // validateKey checks Key, KeyName and KeyFields.
