@@ -242,7 +242,7 @@ func (f refusal) write(w http.ResponseWriter) {
 	for _, c := range f.challenges {
 		w.Header().Add("WWW-Authenticate", c)
 	}
-	writeProblem(w, f.status, f.typ, f.detail, f.retryAfter, false)
+	writeProblem(w, f.status, f.typ, f.detail, f.retryAfter)
 }
 
 // claimInput is what preparation hands the claim: the claim request, and
@@ -786,7 +786,7 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 			e.rollback(ctx, op, tx)
 			e.afterComplete(ctx, op, rk, epoch, status, err)
 			resetHeaders()
-			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, false)
+			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter)
 			return
 		}
 		undo(status)

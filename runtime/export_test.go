@@ -11,7 +11,10 @@ var (
 	ErrKeyTooLong  = errKeyTooLong
 	ErrKeyInvalid  = errKeyInvalid
 	ErrKeyBadQuote = errKeyBadQuote
+	NewEventID     = newEventID
 )
+
+const SealedHeader = sealedHeader
 
 // CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
 // document: object members sorted by their UTF-16 code units, no
