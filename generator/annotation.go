@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
 // annotation is one decoded x-idempotent object (or x-idempotent-defaults):
@@ -205,7 +205,7 @@ func (a *annotation) decodeField(ext, name string, v any, at locator, d *diags) 
 			return
 		}
 		for _, h := range list {
-			if !idemrt.IsToken(h) {
+			if !policysyntax.IsToken(h) {
 				d.add(pos, "%s: %q is not a header name", where, h)
 				continue
 			}
@@ -263,7 +263,7 @@ func decodeKey(where string, v any, at locator, d *diags) *keySpec {
 				bad = true
 				continue
 			}
-			if name == "header" && !idemrt.IsToken(s) {
+			if name == "header" && !policysyntax.IsToken(s) {
 				d.add(pos, "%s: %q is not a header name", w, s)
 				bad = true
 				continue
@@ -349,7 +349,7 @@ func decodeFingerprint(where string, v any, at locator, d *diags) *fingerprintSp
 				continue
 			}
 			for _, p := range list {
-				if idemrt.ValidatePointer(p) != nil {
+				if _, err := policysyntax.SplitPointer(p); err != nil {
 					d.add(pos, "%s: %q is not a JSON pointer (want e.g. /amount)", w, p)
 					bad = true
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/policysyntax"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -158,7 +159,8 @@ var generationEnv = idemrt.PolicyEnv{Principal: true, TxStore: true}
 //
 // Only a policy whose every layer decoded cleanly is checked (a rejected
 // value would be reported again through its consequences), and the route
-// section is checkRoutes' (through idemrt.RouteShape, the same check).
+// section is checkRoutes' (through policysyntax.ParseRoute, as the runtime
+// parses routes).
 func (b *builder) checkRuntime(r *opRef, o *Operation, m *merged, at locator) {
 	for _, l := range m.layers {
 		if l != nil && (l.all || len(l.bad) > 0) {
@@ -271,7 +273,7 @@ func (b *builder) checkPointers(r *opRef, f *fingerprintSpec, pos Pos) {
 		return
 	}
 	for _, p := range list {
-		toks, err := idemrt.PointerTokens(p)
+		toks, err := policysyntax.SplitPointer(p)
 		if err != nil {
 			continue // reported when decoded
 		}

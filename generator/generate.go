@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strings"
 
-	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/templates"
 )
 
@@ -108,7 +107,7 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("%w: base path %q does not start with / (the root is /)", ErrConfig, b))
 			continue
 		}
-		if _, err := idemrt.RouteShape(b); b != "" && err != nil {
+		if _, err := routeShape(b); b != "" && err != nil {
 			errs = append(errs, fmt.Errorf("%w: base path %q: %v", ErrConfig, b, err))
 		}
 	}

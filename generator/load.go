@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/policysyntax"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -262,7 +263,7 @@ func (b *builder) checkRoutes() {
 		if !o.Routed() || strings.ContainsAny(o.Path, "?#") {
 			continue // a query string is reported with the operation
 		}
-		shape, err := idemrt.RouteShape(o.Path)
+		shape, err := routeShape(o.Path)
 		if err != nil {
 			b.d.add(o.Pos, "operation %s: %v", describeOp(o), err)
 			continue
@@ -272,13 +273,13 @@ func (b *builder) checkRoutes() {
 			bases = []string{""}
 		}
 		for _, base := range bases {
-			if _, err := idemrt.RouteShape(base + o.Path); err != nil {
+			if _, err := routeShape(base + o.Path); err != nil {
 				b.d.add(o.Pos, "operation %s under base path %s: %v", describeOp(o), base, err)
 				continue
 			}
 			bshape := base
 			if strings.Contains(base, "{") {
-				if bs, err := idemrt.RouteShape(base); err == nil {
+				if bs, err := routeShape(base); err == nil {
 					bshape = bs
 				}
 			}
@@ -749,7 +750,7 @@ func (b *builder) replayHeaders(op *openapi3.Operation, extra []string) []string
 				continue
 			}
 			for name := range resp.Value.Headers {
-				if !idemrt.IsToken(name) {
+				if !policysyntax.IsToken(name) {
 					continue
 				}
 				set[textproto.CanonicalMIMEHeaderKey(name)] = true
@@ -805,7 +806,7 @@ func (b *builder) basePaths(r *opRef) []string {
 	shapes := map[string]bool{}
 	for _, p := range slices.Sorted(maps.Keys(set)) {
 		shape := p
-		if sh, err := idemrt.RouteShape(p); err == nil && p != "" {
+		if sh, err := routeShape(p); err == nil && p != "" {
 			shape = sh
 		}
 		if !shapes[shape] {
@@ -983,4 +984,15 @@ func describeOp(o *Operation) string {
 		s += " (" + o.OperationID + ")"
 	}
 	return s
+}
+
+// routeShape checks a route as the middleware parses it and returns it
+// with its parameter names erased ("/a/{id}.{ext}" -> "/a/{}.{}"): two
+// routes of one shape match the same requests.
+func routeShape(route string) (string, error) {
+	t, err := policysyntax.ParseRoute(route)
+	if err != nil {
+		return "", err
+	}
+	return t.Shape, nil
 }

@@ -73,9 +73,29 @@ func benchPolicy() *idemrt.Policy {
 	}
 }
 
-func BenchmarkBareHandler(b *testing.B) {
-	h := benchHandler()
+func BenchmarkBareHandler(b *testing.B) { benchBare(b, benchHandler(), benchRequestBody) }
+
+func BenchmarkWrappedReplay(b *testing.B) { benchReplay(b, benchHandler(), benchRequestBody) }
+
+// The Small benchmarks are loadbench's noop and mem-replay cases in
+// process: the body {"amount":100}, a 201 with one header.
+var smallRequestBody = []byte(`{"amount":100}`)
+
+func smallHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = []string{"application/json"}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(benchResponse)
+	})
+}
+
+func BenchmarkBareHandlerSmall(b *testing.B) { benchBare(b, smallHandler(), smallRequestBody) }
+
+func BenchmarkWrappedReplaySmall(b *testing.B) { benchReplay(b, smallHandler(), smallRequestBody) }
+
+func benchBare(b *testing.B, h http.Handler, reqBody []byte) {
 	r, body := benchRequest("k")
+	body.b, r.ContentLength = reqBody, int64(len(reqBody))
 	w := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -85,13 +105,14 @@ func BenchmarkBareHandler(b *testing.B) {
 	}
 }
 
-func BenchmarkWrappedReplay(b *testing.B) {
+func benchReplay(b *testing.B, next http.Handler, reqBody []byte) {
 	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: idemrt.NewMemoryStore()}, benchPolicy())
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := mw(benchHandler())
+	h := mw(next)
 	r, body := benchRequest("replayed-key")
+	body.b, r.ContentLength = reqBody, int64(len(reqBody))
 	w := &benchWriter{h: http.Header{}}
 	h.ServeHTTP(w, r) // first request: saved
 	b.ReportAllocs()

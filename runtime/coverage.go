@@ -289,11 +289,11 @@ func (rp *routePattern) fill(value func(name string) string) string {
 	var sb strings.Builder
 	for _, seg := range rp.segs {
 		sb.WriteByte('/')
-		for _, part := range seg.parts {
-			if part.param {
-				sb.WriteString(url.PathEscape(value(part.lit)))
+		for _, part := range seg.Parts {
+			if part.Param {
+				sb.WriteString(url.PathEscape(value(part.Text)))
 			} else {
-				sb.WriteString(url.PathEscape(part.lit))
+				sb.WriteString(url.PathEscape(part.Text))
 			}
 		}
 	}

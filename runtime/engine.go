@@ -242,7 +242,7 @@ func (f refusal) write(w http.ResponseWriter) {
 	for _, c := range f.challenges {
 		w.Header().Add("WWW-Authenticate", c)
 	}
-	writeProblem(w, f.status, f.typ, f.detail, f.retryAfter, false)
+	writeProblem(w, f.status, f.typ, f.detail, f.retryAfter)
 }
 
 // claimInput is what preparation hands the claim: the claim request, and
@@ -606,18 +606,19 @@ func (e *engine) storeError(ctx context.Context, w http.ResponseWriter, op *oper
 // replay writes a saved response.
 func replay(w http.ResponseWriter, r *http.Request, resp *SavedResponse) {
 	h := w.Header()
-	// One backing array for every value (the store's slices may be shared,
-	// and code after us may write into a header's values).
-	n := 1
-	for _, vs := range resp.Header {
-		n += len(vs)
-	}
-	vals := make([]string, 0, n)
+	// Copies of the values (the store's slices may be shared, and code
+	// after us may write into a header's values), in one backing array
+	// when every name has one value, as most do: one pass over the map
+	// (a map's iteration has a start-up cost). A name with more values
+	// grows the array; the values already set keep the one they are in,
+	// each slice capped at its length.
+	vals := make([]string, 0, len(resp.Header)+1)
 	for k, vs := range resp.Header {
 		start := len(vals)
 		vals = append(vals, vs...)
 		h[k] = vals[start:len(vals):len(vals)]
 	}
+	n := len(vals) + 1
 	vals = append(vals, "true")
 	h["Idempotent-Replayed"] = vals[n-1 : n : n]
 	w.WriteHeader(resp.Status)
@@ -785,7 +786,7 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 			e.rollback(ctx, op, tx)
 			e.afterComplete(ctx, op, rk, epoch, status, err)
 			resetHeaders()
-			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter, false)
+			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter)
 			return
 		}
 		undo(status)

@@ -11,6 +11,7 @@ var (
 	ErrKeyTooLong  = errKeyTooLong
 	ErrKeyInvalid  = errKeyInvalid
 	ErrKeyBadQuote = errKeyBadQuote
+	NewEventID     = newEventID
 )
 
 // CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON

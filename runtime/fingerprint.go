@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
 // FingerprintVersion is the version of the fingerprint algorithm that this
@@ -80,14 +82,14 @@ func fingerprintAt(version int, method, route string, params []string, contentTy
 	in := fpInput{method: method, route: route, params: params, contentType: contentType, encoding: encoding, include: include}
 	var exc [][]string
 	for _, p := range include {
-		t, err := parsePointer(p)
+		t, err := policysyntax.SplitPointer(p)
 		if err != nil {
 			return [32]byte{}, err
 		}
 		in.inc = append(in.inc, t)
 	}
 	for _, p := range exclude {
-		t, err := parsePointer(p)
+		t, err := policysyntax.SplitPointer(p)
 		if err != nil {
 			return [32]byte{}, err
 		}
@@ -315,6 +317,9 @@ func (c *canonicalizer) appendPairs(vals url.Values) {
 
 // mediaKind classifies a Content-Type without allocating.
 func mediaKind(ct string) byte {
+	if ct == "application/json" {
+		return bodyJSON // the common spelling, without the folding below
+	}
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}

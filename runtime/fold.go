@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/internal/jsonnames"
 )
 
 // encoding/json matches an object member to a struct field by its exact
-// name, else by its name folded (encoding/json/fold.go, appendFoldedName):
+// name, else by its name folded (encoding/json/fold.go, appendFoldedName; jsonnames.AppendFolded):
 // ASCII letters upper-cased, every other rune replaced by the smallest rune
 // of its unicode.SimpleFold orbit, so "amount", "Amount", "AMOUNT" and
 // "amount" with the Kelvin sign or the long s in place of k or s all reach
@@ -36,7 +36,7 @@ func (c *canonicalizer) foldHash(k []byte) uint64 {
 	if h, ok := hashFoldedWords(k, true); ok {
 		return h
 	}
-	c.fbuf = appendFoldedName(c.fbuf[:0], k)
+	c.fbuf = jsonnames.AppendFolded(c.fbuf[:0], k)
 	h, _ := hashFoldedWords(c.fbuf, false)
 	return h
 }
@@ -76,36 +76,6 @@ func hashFoldedWords(b []byte, ascii bool) (uint64, bool) {
 		h = (h ^ (w | lower8&(1<<(8*uint(n))-1))) * foldMul
 	}
 	return h ^ h>>29, true
-}
-
-// appendFoldedName is encoding/json's (fold.go).
-func appendFoldedName(out, in []byte) []byte {
-	for i := 0; i < len(in); {
-		if c := in[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(in[i:])
-		out = utf8.AppendRune(out, foldRune(r))
-		i += n
-	}
-	return out
-}
-
-// foldRune returns the smallest rune of r's unicode.SimpleFold orbit
-// (encoding/json's foldRune).
-func foldRune(r rune) rune {
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
-	}
 }
 
 // foldLinear is how many names of an object addFold checks as they come;
@@ -162,9 +132,9 @@ func (c *canonicalizer) sameFold(a, b *foldedName) error {
 	if string(ka) == string(kb) {
 		return errNotJSON // an exact duplicate
 	}
-	f := appendFoldedName(c.fbuf[:0], ka)
+	f := jsonnames.AppendFolded(c.fbuf[:0], ka)
 	n := len(f)
-	f = appendFoldedName(f, kb)
+	f = jsonnames.AppendFolded(f, kb)
 	c.fbuf = f
 	if string(f[:n]) == string(f[n:]) {
 		return errFoldedDuplicate

@@ -10,6 +10,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/idemgen/idemgen/internal/jsonnames"
 )
 
 // errNotJSON is returned for input that RFC 8785 cannot canonicalise:
@@ -22,7 +24,7 @@ var errNotJSON = errors.New("not canonicalisable JSON")
 // member names that are not equal but that encoding/json matches to the
 // same struct field ("amount" and "Amount"): which value a handler gets
 // depends on their order.
-var errFoldedDuplicate = errors.New("member names equal under encoding/json's case folding")
+var errFoldedDuplicate = jsonnames.ErrFoldedDuplicate
 
 const maxJSONDepth = 512
 
@@ -60,7 +62,7 @@ type canonicalizer struct {
 	fbuf  []byte
 	// digits, v1num and ntext are scratch for exact numbers.
 	digits, v1num, ntext []byte
-	// pairs and pbuf hold a decoded query or form (pairs.go).
+	// pairs and pbuf hold a decoded query or form (queryform.go).
 	pairs []qpair
 	pbuf  []byte
 	// vs, ve is the pending verbatim span: the output so far is out

@@ -125,8 +125,8 @@ func processOnce(ctx context.Context, s MessageStore, consumer, messageID string
 type OutboxEvent struct {
 	// ID is stable and unique: the broker's message id (Nats-Msg-Id, the
 	// AMQP message-id property), by which the broker and the consumers
-	// drop a re-publish. AddEvents sets a random one (NewEventID) when it
-	// is empty.
+	// drop a re-publish. AddEvents sets a random one (128 bits, in hex)
+	// when it is empty.
 	ID string
 	// Topic is the subject or routing key.
 	Topic string
@@ -162,7 +162,7 @@ type OutboxWriter interface {
 
 // AddEvents adds events through the transaction in ctx: the one that
 // transactional mode opened for the request, or ProcessOnce for a message.
-// An event without an ID gets a random one (NewEventID). It fails when ctx
+// An event without an ID gets a random one (128 bits, in hex). It fails when ctx
 // carries no transaction: an event written outside the business
 // transaction could be published for a write that rolled back, or be lost
 // for one that committed.
@@ -177,9 +177,9 @@ func AddEvents(ctx context.Context, w OutboxWriter, events ...OutboxEvent) error
 	return w.AddEvents(ctx, tx, events...)
 }
 
-// NewEventID returns a random event id: 32 hexadecimal digits (128 bits
+// newEventID returns a random event id: 32 hexadecimal digits (128 bits
 // from crypto/rand).
-func NewEventID() string {
+func newEventID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
 	return hex.EncodeToString(b[:])
@@ -211,7 +211,7 @@ type OutboxStore interface {
 const MaxEventField = 255
 
 // PrepareEvents checks events before they are written and returns copies
-// in which an empty ID is replaced by NewEventID. Every OutboxWriter calls
+// in which an empty ID is replaced by a random one. Every OutboxWriter calls
 // it: an event needs a topic, and its id, topic, key and header names must
 // fit MaxEventField bytes (ids must also be unique in the table, which the
 // store enforces).
@@ -219,7 +219,7 @@ func PrepareEvents(events []OutboxEvent) ([]OutboxEvent, error) {
 	out := make([]OutboxEvent, len(events))
 	for i, ev := range events {
 		if ev.ID == "" {
-			ev.ID = NewEventID()
+			ev.ID = newEventID()
 		}
 		switch {
 		case len(ev.ID) > MaxEventField:

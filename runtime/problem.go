@@ -43,13 +43,9 @@ var problemTitles = map[string]string{
 }
 
 // writeProblem writes an RFC 9457 response. retryAfter > 0 adds a
-// Retry-After header (seconds). Every header already set is cleared first
-// when clearHeaders is set.
-func writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter int, clearHeaders bool) {
+// Retry-After header (seconds).
+func writeProblem(w http.ResponseWriter, status int, typ, detail string, retryAfter int) {
 	h := w.Header()
-	if clearHeaders {
-		clear(h)
-	}
 	body, _ := json.Marshal(Problem{Type: typ, Title: problemTitles[typ], Status: status, Detail: detail})
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")

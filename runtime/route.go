@@ -1,92 +1,47 @@
 package runtime
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
-// routePattern is a parsed path template such as "/v1/files/{name}.{ext}".
-// Matching is segment by segment, as net/http's ServeMux does: the escaped
-// request path is split at its slashes and each segment is unescaped before
-// it is compared (so "/ord%65rs/1" is "/orders/1", as the router that runs
-// the handler sees it, while "%2F" stays inside its segment). Literals match
-// exactly (case-sensitive), a parameter matches a non-empty run of one
-// segment, and a trailing slash is significant ("/a/" does not match "/a"
-// and vice versa).
+// routePattern is a parsed path template such as "/v1/files/{name}.{ext}"
+// (policysyntax parses it). Matching is segment by segment, as net/http's
+// ServeMux does: the escaped request path is split at its slashes and each
+// segment is unescaped before it is compared (so "/ord%65rs/1" is
+// "/orders/1", as the router that runs the handler sees it, while "%2F"
+// stays inside its segment). Literals match exactly (case-sensitive), a
+// parameter matches a non-empty run of one segment, and a trailing slash is
+// significant ("/a/" does not match "/a" and vice versa).
 type routePattern struct {
 	template string
 	// shape is the template with parameter names erased, to detect two
 	// operations on the same route.
 	shape      string
-	segs       []routeSeg
+	segs       []policysyntax.Segment
 	paramNames []string
 }
 
-type routeSeg struct {
-	literal bool // no parameter in this segment
-	parts   []routePart
-}
-
-type routePart struct {
-	lit   string
-	param bool
-}
-
+// parseRoute parses a path template (a base path, or a base path and a
+// route).
 func parseRoute(t string) (*routePattern, error) {
-	if !strings.HasPrefix(t, "/") {
-		return nil, fmt.Errorf("path %q does not start with /", t)
+	return newRoutePattern(t, policysyntax.ParseTemplate)
+}
+
+// checkRoute parses a policy's route, which may hold no query string or
+// fragment (policysyntax.ParseRoute).
+func checkRoute(t string) (*routePattern, error) {
+	return newRoutePattern(t, policysyntax.ParseRoute)
+}
+
+func newRoutePattern(t string, parse func(string) (*policysyntax.Template, error)) (*routePattern, error) {
+	pt, err := parse(t)
+	if err != nil {
+		return nil, err
 	}
-	rp := &routePattern{template: t}
-	var shape strings.Builder
-	seen := map[string]bool{}
-	for _, s := range strings.Split(t[1:], "/") {
-		shape.WriteByte('/')
-		seg := routeSeg{literal: true}
-		rest := s
-		for rest != "" {
-			open := strings.IndexByte(rest, '{')
-			if open < 0 {
-				if strings.IndexByte(rest, '}') >= 0 {
-					return nil, fmt.Errorf("path %q: unbalanced }", t)
-				}
-				seg.parts = append(seg.parts, routePart{lit: rest})
-				shape.WriteString(rest)
-				break
-			}
-			if open > 0 {
-				lit := rest[:open]
-				if strings.IndexByte(lit, '}') >= 0 {
-					return nil, fmt.Errorf("path %q: unbalanced }", t)
-				}
-				seg.parts = append(seg.parts, routePart{lit: lit})
-				shape.WriteString(lit)
-			}
-			end := strings.IndexByte(rest[open:], '}')
-			if end < 0 {
-				return nil, fmt.Errorf("path %q: unclosed {", t)
-			}
-			name := rest[open+1 : open+end]
-			if name == "" || strings.ContainsAny(name, "{") {
-				return nil, fmt.Errorf("path %q: bad parameter name %q", t, name)
-			}
-			if seen[name] {
-				return nil, fmt.Errorf("path %q: parameter {%s} appears twice", t, name)
-			}
-			seen[name] = true
-			if n := len(seg.parts); n > 0 && seg.parts[n-1].param {
-				return nil, fmt.Errorf("path %q: parameter {%s} follows another with nothing between them", t, name)
-			}
-			seg.parts = append(seg.parts, routePart{lit: name, param: true})
-			seg.literal = false
-			rp.paramNames = append(rp.paramNames, name)
-			shape.WriteString("{}")
-			rest = rest[open+end+1:]
-		}
-		rp.segs = append(rp.segs, seg)
-	}
-	rp.shape = shape.String()
-	return rp, nil
+	return &routePattern{template: t, shape: pt.Shape, segs: pt.Segments, paramNames: pt.Params}, nil
 }
 
 // match matches an escaped path and appends the (unescaped) parameter
@@ -119,39 +74,39 @@ func (rp *routePattern) match(path string, vals []string) ([]string, bool) {
 			s = u
 		}
 		seg := &rp.segs[i]
-		if seg.literal {
-			if len(seg.parts) == 0 {
+		if seg.Literal {
+			if len(seg.Parts) == 0 {
 				if s != "" {
 					return vals, false
 				}
 				continue
 			}
-			if s != seg.parts[0].lit {
+			if s != seg.Parts[0].Text {
 				return vals, false
 			}
 			continue
 		}
 		var ok bool
-		if vals, ok = matchSeg(seg.parts, s, vals); !ok {
+		if vals, ok = matchSeg(seg.Parts, s, vals); !ok {
 			return vals, false
 		}
 	}
 	return vals, true
 }
 
-func matchSeg(parts []routePart, s string, vals []string) ([]string, bool) {
+func matchSeg(parts []policysyntax.Part, s string, vals []string) ([]string, bool) {
 	pos := 0
 	for k, part := range parts {
-		if !part.param {
-			if !strings.HasPrefix(s[pos:], part.lit) {
+		if !part.Param {
+			if !strings.HasPrefix(s[pos:], part.Text) {
 				return vals, false
 			}
-			pos += len(part.lit)
+			pos += len(part.Text)
 			continue
 		}
 		var v string
 		if k+1 < len(parts) {
-			idx := strings.Index(s[pos+1:], parts[k+1].lit)
+			idx := strings.Index(s[pos+1:], parts[k+1].Text)
 			if pos >= len(s) || idx < 0 {
 				return vals, false
 			}
@@ -181,11 +136,11 @@ func compareSpecificity(a, b *routePattern) int {
 	return len(b.segs) - len(a.segs)
 }
 
-func segScore(s routeSeg) int {
-	if s.literal {
+func segScore(s policysyntax.Segment) int {
+	if s.Literal {
 		return 2
 	}
-	if len(s.parts) > 1 {
+	if len(s.Parts) > 1 {
 		return 1
 	}
 	return 0

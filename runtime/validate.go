@@ -3,9 +3,11 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"net/textproto"
+	"iter"
 	"slices"
 	"strings"
+
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
 // Validators the generator shares with the runtime, so that what idemgen
@@ -72,20 +74,14 @@ func (f *fieldErrs) add(field string, index int, format string, args ...any) {
 // validateRoute checks Method, Route and BasePaths.
 func validateRoute(p *Policy, _ PolicyEnv) []*FieldError {
 	f := fieldErrs{section: "route"}
-	if p.Method == "" || !isToken(p.Method) || p.Method != strings.ToUpper(p.Method) {
+	if p.Method == "" || !policysyntax.IsToken(p.Method) || p.Method != strings.ToUpper(p.Method) {
 		f.add("Method", -1, "method %q is not an upper-case HTTP method", p.Method)
 	}
 	if _, err := checkRoute(p.Route); err != nil {
 		f.add("Route", -1, "%v", err)
 		return f.list
 	}
-	seen := map[string]bool{}
-	for i, b := range p.BasePaths {
-		b = strings.TrimSuffix(b, "/")
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
+	for i, b := range basePaths(p.BasePaths) {
 		if b != "" && !strings.HasPrefix(b, "/") {
 			f.add("BasePaths", i, "base path %q does not start with /", b)
 			continue
@@ -97,14 +93,22 @@ func validateRoute(p *Policy, _ PolicyEnv) []*FieldError {
 	return f.list
 }
 
-// checkRoute parses a path template as the middleware matches it. A
-// query string or fragment is refused: a request's path never holds one,
-// so the route would never match and run unprotected.
-func checkRoute(t string) (*routePattern, error) {
-	if i := strings.IndexAny(t, "?#"); i >= 0 {
-		return nil, fmt.Errorf("path %q holds a query string or fragment (%s), which no request's path does, so it would never match", t, t[i:])
+// basePaths yields a policy's base paths without their trailing slash,
+// each once, with its index in the list: "/v1" and "/v1/" are one.
+func basePaths(bases []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		seen := map[string]bool{}
+		for i, b := range bases {
+			b = strings.TrimSuffix(b, "/")
+			if seen[b] {
+				continue
+			}
+			seen[b] = true
+			if !yield(i, b) {
+				return
+			}
+		}
 	}
-	return parseRoute(t)
 }
 
 // validateKey checks Key, KeyName and KeyFields.
@@ -112,7 +116,7 @@ func validateKey(p *Policy, _ PolicyEnv) []*FieldError {
 	f := fieldErrs{section: "key"}
 	switch p.Key {
 	case 0, KeyFromHeader:
-		if p.KeyName != "" && !isToken(p.KeyName) {
+		if p.KeyName != "" && !policysyntax.IsToken(p.KeyName) {
 			f.add("KeyName", -1, "key header %q is not a valid header name", p.KeyName)
 		}
 	case KeyFromQuery:
@@ -168,7 +172,7 @@ func validateFingerprint(p *Policy, _ PolicyEnv) []*FieldError {
 		f.add("FingerprintInclude", -1, "fingerprint include and exclude are both set")
 	}
 	for i, ptr := range p.FingerprintInclude {
-		if _, err := parsePointer(ptr); err != nil {
+		if _, err := policysyntax.SplitPointer(ptr); err != nil {
 			f.add("FingerprintInclude", i, "fingerprint include: %v", err)
 		}
 	}
@@ -176,7 +180,7 @@ func validateFingerprint(p *Policy, _ PolicyEnv) []*FieldError {
 		f.add("FingerprintExclude", -1, "more than %d fingerprint exclude pointers", maxExclude)
 	}
 	for i, ptr := range p.FingerprintExclude {
-		toks, err := parsePointer(ptr)
+		toks, err := policysyntax.SplitPointer(ptr)
 		if err != nil {
 			f.add("FingerprintExclude", i, "fingerprint exclude: %v", err)
 			continue
@@ -235,7 +239,7 @@ func validateSave(p *Policy, _ PolicyEnv) []*FieldError {
 func validateReplay(p *Policy, _ PolicyEnv) []*FieldError {
 	f := fieldErrs{section: "replay"}
 	for i, h := range p.ReplayHeaders {
-		if !isToken(h) {
+		if !policysyntax.IsToken(h) {
 			f.add("ReplayHeaders", i, "replay header %q is not a valid header name", h)
 		}
 	}
@@ -270,41 +274,18 @@ func joinFieldErrs(name string, list []*FieldError) error {
 	return errors.Join(errs...)
 }
 
-// canonicalKeyName is the key header's canonical name, or the query
-// parameter's name.
-func canonicalKeyName(p *Policy) string {
-	switch p.Key {
-	case 0, KeyFromHeader:
-		if p.KeyName == "" {
-			return "Idempotency-Key"
+// validChallenge reports whether c can be sent as a WWW-Authenticate value:
+// it starts with an auth-scheme (a token) and holds no control character,
+// so it cannot break the header (RFC 9110 §11.6.1).
+func validChallenge(c string) bool {
+	scheme, _, _ := strings.Cut(c, " ")
+	if !policysyntax.IsToken(scheme) {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if c[i] < ' ' && c[i] != '\t' || c[i] == 0x7f {
+			return false
 		}
-		return textproto.CanonicalMIMEHeaderKey(p.KeyName)
 	}
-	return p.KeyName
+	return true
 }
-
-// RouteShape checks a path template as the middleware parses it and
-// returns it with its parameter names erased ("/a/{id}.{ext}" ->
-// "/a/{}.{}"): two templates of one shape match the same requests.
-func RouteShape(template string) (string, error) {
-	rp, err := checkRoute(template)
-	if err != nil {
-		return "", err
-	}
-	return rp.shape, nil
-}
-
-// ValidatePointer checks RFC 6901 JSON Pointer syntax, as used by
-// Policy.FingerprintInclude and FingerprintExclude.
-func ValidatePointer(p string) error {
-	_, err := parsePointer(p)
-	return err
-}
-
-// PointerTokens splits an RFC 6901 JSON Pointer into its unescaped
-// reference tokens, the steps the fingerprint follows into a body.
-func PointerTokens(p string) ([]string, error) { return parsePointer(p) }
-
-// IsToken reports whether s is an HTTP token (RFC 9110 §5.6.2), the syntax
-// of header names and methods.
-func IsToken(s string) bool { return isToken(s) }

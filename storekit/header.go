@@ -43,39 +43,50 @@ var errBadHeaders = errors.New("idempotency store: stored headers are corrupt")
 
 // DecodeHeader reverses EncodeHeader. An empty input is an empty header;
 // anything else that EncodeHeader did not write is an error.
+//
+// Every replay of a SQL store decodes one, so it allocates little: the
+// names and values are substrings of one copy of the input, and the values
+// share one array (one value a name, as most have, fits the first
+// allocation; each name's slice is capped at its length, so appending to
+// one copies it rather than writing into the next name's).
 func DecodeHeader(b []byte) (http.Header, error) {
-	h := http.Header{}
 	if len(b) == 0 {
-		return h, nil
+		return http.Header{}, nil
 	}
 	if b[0] != headerFormat {
 		return nil, fmt.Errorf("idempotency store: stored headers have unknown format %d", b[0])
 	}
-	d := decoder{b: b[1:]}
+	d := decoder{b: b[1:], s: string(b[1:])}
 	n := d.count()
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.b)-d.off) {
 		return nil, errBadHeaders
 	}
+	h := make(http.Header, n)
+	all := make([]string, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.string()
 		m := d.count()
-		if m > uint64(len(d.b)) { // every value takes at least one byte
+		if m > uint64(len(d.b)-d.off) { // every value takes at least one byte
 			return nil, errBadHeaders
 		}
-		values := make([]string, 0, m)
+		start := len(all)
 		for j := uint64(0); j < m && d.err == nil; j++ {
-			values = append(values, d.string())
+			all = append(all, d.string())
 		}
-		h[name] = values
+		h[name] = all[start:len(all):len(all)]
 	}
-	if d.err != nil || len(d.b) != 0 {
+	if d.err != nil || d.off != len(d.b) {
 		return nil, errBadHeaders
 	}
 	return h, nil
 }
 
+// decoder reads b from off; s is b as a string, which the strings it
+// returns are cut from.
 type decoder struct {
 	b   []byte
+	s   string
+	off int
 	err error
 }
 
@@ -83,22 +94,22 @@ func (d *decoder) count() uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b)
+	v, n := binary.Uvarint(d.b[d.off:])
 	if n <= 0 {
 		d.err = errBadHeaders
 		return 0
 	}
-	d.b = d.b[n:]
+	d.off += n
 	return v
 }
 
 func (d *decoder) string() string {
 	l := d.count()
-	if d.err != nil || l > uint64(len(d.b)) {
+	if d.err != nil || l > uint64(len(d.b)-d.off) {
 		d.err = errBadHeaders
 		return ""
 	}
-	s := string(d.b[:l])
-	d.b = d.b[l:]
+	s := d.s[d.off : d.off+int(l)]
+	d.off += int(l)
 	return s
 }

@@ -124,23 +124,6 @@ func versionAtLeast(v string, major, minor int) bool {
 	return a > major || (a == major && b >= minor)
 }
 
-// Lookup's liveness, when it is negative; 0 or more is the lease left in
-// milliseconds of a record in progress (see idemgen_queries.sql).
-const (
-	liveCompleted  = -1
-	liveTombstone  = -2
-	liveTakeover   = -3
-	liveAbsent     = -4
-	liveOutOfRange = -5
-)
-
-// unpackLive splits Lookup's live column: (liveness * 1024 + status) * 16 +
-// fingerprint version, the low fields never negative (the shift rounds
-// down, as the packing expects).
-func unpackLive(packed int64) (liveness, status, version int64) {
-	return packed >> 14, packed >> 4 & 1023, packed & 15
-}
-
 // Claim reads the record and, when it is absent, expired, released or in progress
 // with an ended lease, claims it with one upsert whose conflict clause
 // re-checks those conditions under the write lock.
@@ -181,7 +164,8 @@ func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
 
 // lookup reads the record of key: live is its result when it is live (ok:
 // a replay or a conflict); otherwise takeover tells whether it is in
-// progress with an ended lease, at readEpoch.
+// progress with an ended lease, at readEpoch. Lookup returns it packed
+// (see storekit.Packed).
 func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.ClaimResult, ok, takeover bool, readEpoch int64, err error) {
 	row, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -190,39 +174,10 @@ func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.C
 	if err != nil {
 		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
 	}
-	liveness, status, version := unpackLive(row.Live)
-	switch {
-	case liveness >= 0 || liveness == liveCompleted || liveness == liveTombstone:
-		if len(row.FingerprintHeaders) < fingerprintSize {
-			return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: stored fingerprint has %d bytes, want %d", len(row.FingerprintHeaders), fingerprintSize)
-		}
-		rec := storekit.Record{
-			State:              storekit.StateCompleted,
-			Epoch:              row.Epoch,
-			Fingerprint:        row.FingerprintHeaders[:fingerprintSize],
-			FingerprintVersion: version,
-			Status:             status,
-			Headers:            row.FingerprintHeaders[fingerprintSize:],
-			Body:               row.Body,
-			Tombstone:          liveness == liveTombstone,
-		}
-		if liveness >= 0 {
-			rec.State, rec.LeaseRemaining = storekit.StateInProgress, time.Duration(liveness)*time.Millisecond
-		}
-		res, err := rec.Result()
-		return res, err == nil, false, 0, err
-	case liveness == liveTakeover:
-		return idemrt.ClaimResult{}, false, true, row.Epoch, nil
-	case liveness == liveAbsent: // expired or released: claimed as if absent
-		return idemrt.ClaimResult{}, false, false, 0, nil
-	case liveness == liveOutOfRange:
-		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: the stored record's status or fingerprint version is out of range (status 0-1023, version 0-15)")
-	}
-	return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: unknown liveness %d", liveness)
+	fingerprint, headers := storekit.SplitFingerprint(row.FingerprintHeaders)
+	live, ok, takeover, err = storekit.Packed{Live: row.Live, Epoch: row.Epoch, Fingerprint: fingerprint, Headers: headers, Body: row.Body}.Result()
+	return live, ok, takeover, row.Epoch, err
 }
-
-// fingerprintSize is the length of a stored fingerprint (SHA-256).
-const fingerprintSize = len(idemrt.ClaimResult{}.Fingerprint)
 
 // BeginClaim claims req's key inside a new transaction, in which the
 // handler's writes and the completion then commit with the record: one

@@ -13,7 +13,8 @@ import (
 	"fmt"
 	"strconv"
 
-	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/internal/jsonnames"
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
 // MaxID is the longest message id and consumer name the SQL stores keep
@@ -61,7 +62,7 @@ func Header(name string) Source {
 // written in the body.
 func BodyField(pointer string) Source {
 	s := Source{kind: kindBody, name: pointer}
-	toks, err := idemrt.PointerTokens(pointer)
+	toks, err := policysyntax.SplitPointer(pointer)
 	switch {
 	case err != nil:
 		s.err = fmt.Errorf("message id source: %w", err)
@@ -143,7 +144,7 @@ func bodyField(body []byte, toks []string) (string, error) {
 	// order of the members: the handler, decoding with encoding/json, may
 	// read another value than the one taken here, and two different
 	// messages would then share an id.
-	if err := idemrt.CheckJSONNames(body); err != nil {
+	if err := jsonnames.Check(body); err != nil {
 		return "", fmt.Errorf("body is not plain JSON: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -113,16 +113,6 @@ var acquireParam = regexp.MustCompile(`\bp_[a-z_]+\b`)
 //
 // harness.StoreFloors adds the store's own paths without the wrapper.
 func BenchFloors(pool *pgxpool.Pool) ([]harness.HTTPFloor, error) {
-	principal := make([]byte, 32)
-	fingerprint := []byte(strings.Repeat("f", 32))
-	headers := []byte("Content-Type: application/json")
-	const leaseMs, ttlMs = int64(60000), int64(86400000)
-	acquireArgs := func(key string) []any {
-		return []any{"createCharge", principal, key, fingerprint, int32(2), leaseMs, ttlMs}
-	}
-	completeArgs := func(key string, body []byte, epoch int64) []any {
-		return []any{int32(201), headers, body, false, ttlMs, "createCharge", principal, key, epoch}
-	}
 	acquire, err := acquireOnly()
 	if err != nil {
 		return nil, err
@@ -133,99 +123,130 @@ func BenchFloors(pool *pgxpool.Pool) ([]harness.HTTPFloor, error) {
 	if completeAny == complete {
 		return nil, errors.New("Complete has no epoch condition to drop")
 	}
-	completed := func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() != 1 {
-			return errors.New("the completion matched no record")
-		}
-		return nil
+	f := &floors{pool: pool, acquire: acquire, completeAny: completeAny,
+		principal: make([]byte, 32), fingerprint: []byte(strings.Repeat("f", 32)), headers: []byte("Content-Type: application/json")}
+	return []harness.HTTPFloor{
+		{Name: "floor-nontx", Do: f.nontx},
+		{Name: "floor-tx", Do: f.tx},
+		{Name: "floor-tx-batched", Do: f.txBatched},
+		{Name: "floor-tx-1rt", Do: f.tx1rt},
+	}, nil
+}
+
+// floors sends BenchFloors' statements.
+type floors struct {
+	pool                            *pgxpool.Pool
+	acquire, completeAny            string
+	principal, fingerprint, headers []byte
+}
+
+const floorLeaseMs, floorTTLMs = int64(60000), int64(86400000)
+
+func (f *floors) acquireArgs(key string) []any {
+	return []any{"createCharge", f.principal, key, f.fingerprint, int32(2), floorLeaseMs, floorTTLMs}
+}
+
+func (f *floors) completeArgs(key string, body []byte, epoch int64) []any {
+	return []any{int32(201), f.headers, body, false, floorTTLMs, "createCharge", f.principal, key, epoch}
+}
+
+func completed(tag pgconn.CommandTag) error {
+	if tag.RowsAffected() != 1 {
+		return errors.New("the completion matched no record")
 	}
-	inConn := func(ctx context.Context, f func(c *pgxpool.Conn) error) error {
-		c, err := pool.Acquire(ctx)
+	return nil
+}
+
+// inConn runs fn on a connection of the pool, rolling back what fn left
+// open when it fails.
+func (f *floors) inConn(ctx context.Context, fn func(c *pgxpool.Conn) error) error {
+	c, err := f.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if err := fn(c); err != nil {
+		_, _ = c.Exec(context.WithoutCancel(ctx), "rollback")
+		return err
+	}
+	return nil
+}
+
+func (f *floors) nontx(ctx context.Context, key, id string, body []byte) error {
+	var epoch int64
+	if err := f.pool.QueryRow(ctx, f.acquire, f.acquireArgs(key)...).Scan(&epoch); err != nil {
+		return err
+	}
+	if _, err := f.pool.Exec(ctx, plainInsert, id, body); err != nil {
+		return err
+	}
+	tag, err := f.pool.Exec(ctx, complete, f.completeArgs(key, body, epoch)...)
+	if err != nil {
+		return err
+	}
+	return completed(tag)
+}
+
+func (f *floors) tx(ctx context.Context, key, id string, body []byte) error {
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var epoch int64
+	if err := tx.QueryRow(ctx, f.acquire, f.acquireArgs(key)...).Scan(&epoch); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, plainInsert, id, body); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, complete, f.completeArgs(key, body, epoch)...)
+	if err != nil {
+		return err
+	}
+	if err := completed(tag); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (f *floors) txBatched(ctx context.Context, key, id string, body []byte) error {
+	return f.inConn(ctx, func(c *pgxpool.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue("begin")
+		b.Queue(f.acquire, f.acquireArgs(key)...)
+		br := c.SendBatch(ctx, b)
+		_, err := br.Exec()
+		var epoch int64
+		if err == nil {
+			err = br.QueryRow().Scan(&epoch)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}
-		defer c.Release()
-		if err := f(c); err != nil {
-			_, _ = c.Exec(context.WithoutCancel(ctx), "rollback")
+		if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
 			return err
 		}
-		return nil
-	}
-	return []harness.HTTPFloor{
-		{Name: "floor-nontx", Do: func(ctx context.Context, key, id string, body []byte) error {
-			var epoch int64
-			if err := pool.QueryRow(ctx, acquire, acquireArgs(key)...).Scan(&epoch); err != nil {
-				return err
-			}
-			if _, err := pool.Exec(ctx, plainInsert, id, body); err != nil {
-				return err
-			}
-			tag, err := pool.Exec(ctx, complete, completeArgs(key, body, epoch)...)
-			if err != nil {
-				return err
-			}
-			return completed(tag)
-		}},
-		{Name: "floor-tx", Do: func(ctx context.Context, key, id string, body []byte) error {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback(context.WithoutCancel(ctx))
-			var epoch int64
-			if err := tx.QueryRow(ctx, acquire, acquireArgs(key)...).Scan(&epoch); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, plainInsert, id, body); err != nil {
-				return err
-			}
-			tag, err := tx.Exec(ctx, complete, completeArgs(key, body, epoch)...)
-			if err != nil {
-				return err
-			}
-			if err := completed(tag); err != nil {
-				return err
-			}
-			return tx.Commit(ctx)
-		}},
-		{Name: "floor-tx-batched", Do: func(ctx context.Context, key, id string, body []byte) error {
-			return inConn(ctx, func(c *pgxpool.Conn) error {
-				b := &pgx.Batch{}
-				b.Queue("begin")
-				b.Queue(acquire, acquireArgs(key)...)
-				br := c.SendBatch(ctx, b)
-				_, err := br.Exec()
-				var epoch int64
-				if err == nil {
-					err = br.QueryRow().Scan(&epoch)
-				}
-				if cerr := br.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return err
-				}
-				if _, err := c.Exec(ctx, plainInsert, id, body); err != nil {
-					return err
-				}
-				b = &pgx.Batch{}
-				b.Queue(complete, completeArgs(key, body, epoch)...)
-				b.Queue("commit")
-				return finish(c.SendBatch(ctx, b), 0, completed)
-			})
-		}},
-		{Name: "floor-tx-1rt", Do: func(ctx context.Context, key, id string, body []byte) error {
-			return inConn(ctx, func(c *pgxpool.Conn) error {
-				b := &pgx.Batch{}
-				b.Queue("begin")
-				b.Queue(acquire, acquireArgs(key)...)
-				b.Queue(plainInsert, id, body)
-				b.Queue(completeAny, completeArgs(key, body, 0)[:8]...)
-				b.Queue("commit")
-				return finish(c.SendBatch(ctx, b), 3, completed)
-			})
-		}},
-	}, nil
+		b = &pgx.Batch{}
+		b.Queue(complete, f.completeArgs(key, body, epoch)...)
+		b.Queue("commit")
+		return finish(c.SendBatch(ctx, b), 0, completed)
+	})
+}
+
+func (f *floors) tx1rt(ctx context.Context, key, id string, body []byte) error {
+	return f.inConn(ctx, func(c *pgxpool.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue("begin")
+		b.Queue(f.acquire, f.acquireArgs(key)...)
+		b.Queue(plainInsert, id, body)
+		b.Queue(f.completeAny, f.completeArgs(key, body, 0)[:8]...)
+		b.Queue("commit")
+		return finish(c.SendBatch(ctx, b), 3, completed)
+	})
 }
 
 // finish reads a batch ending in a completion and COMMIT: before

@@ -15,7 +15,9 @@
 //	go run ./internal/stores/harness/cmd/loadbench -dialects postgres,sqlite,mysql -rounds 3 -duration 4s
 //
 // wrk is installed with apt-get when missing (-install=false to fail
-// instead).
+// instead). With -cpuprofile DIR, each counted run also writes the
+// server's CPU profile over wrk's run to DIR/DIALECT-CASE-rROUND.pprof
+// (go tool pprof reads it; the server binary is the one go run built).
 package main
 
 import (
@@ -68,6 +70,7 @@ func main() {
 	fs.IntVar(&cfg.threads, "threads", 2, "wrk's threads")
 	fs.StringVar(&cfg.wrk, "wrk", "wrk", "the wrk binary")
 	install := fs.Bool("install", true, "install wrk with apt-get when it is missing")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write the server's CPU profile of each counted run to this directory (DIALECT-CASE-rROUND.pprof)")
 	fs.Parse(os.Args[1:])
 	cfg.dialects = splitList(*dialects)
 	cfg.cases = splitList(*cases)
@@ -112,6 +115,9 @@ type config struct {
 	connections int
 	threads     int
 	wrk         string
+	// cpuprofile, when set, is the directory where the server's CPU
+	// profile of each counted run goes.
+	cpuprofile string
 	// server returns the command that serves one dialect.
 	server   func(dialect string) *exec.Cmd
 	out, log io.Writer
@@ -242,8 +248,10 @@ type result struct {
 
 var wrkResult = regexp.MustCompile(`WRKRESULT requests=(\d+) duration_us=(\d+) status=(\d+) connect=(\d+) read=(\d+) write=(\d+) timeout=(\d+)`)
 
-// runCase runs wrk on one case of s and checks the run.
-func runCase(cfg config, script string, s *server, c harness.HTTPCase, duration time.Duration) (float64, error) {
+// runCase runs wrk on one case of s and checks the run. With a profile
+// name and cfg.cpuprofile set, the server's CPU profile over wrk's run goes
+// to cfg.cpuprofile/profile.pprof.
+func runCase(cfg config, script string, s *server, c harness.HTTPCase, duration time.Duration, profile string) (float64, error) {
 	kind := map[harness.KeyKind]string{
 		harness.FreshKey: "fresh", harness.ReplayKey: "replay", harness.RowKey: "rowkey", harness.RowPath: "rowpath",
 	}[c.Key]
@@ -260,7 +268,19 @@ func runCase(cfg config, script string, s *server, c harness.HTTPCase, duration 
 		"--", c.Method, c.Path, kind, s.info.Prefix, strconv.Itoa(s.info.Rows), runPrefix, s.info.Body)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var profiled chan error
+	if cfg.cpuprofile != "" && profile != "" {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- fetchProfile(s.url, duration, filepath.Join(cfg.cpuprofile, profile+".pprof"))
+		}()
+	}
 	werr := cmd.Run()
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return 0, fmt.Errorf("%s %s: CPU profile: %w", s.dialect, c.Name, err)
+		}
+	}
 	m := wrkResult.FindStringSubmatch(stdout.String())
 	if werr != nil || m == nil {
 		return 0, fmt.Errorf("%s %s: wrk: %v\n%s%s", s.dialect, c.Name, werr, stdout.String(), stderr.String())
@@ -296,6 +316,11 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	}
 	if cfg.duration < time.Second || cfg.duration%time.Second != 0 || cfg.warmup < 0 || cfg.warmup%time.Second != 0 {
 		return nil, fmt.Errorf("duration %s, warm-up %s: wrk takes whole seconds", cfg.duration, cfg.warmup)
+	}
+	if cfg.cpuprofile != "" {
+		if err := os.MkdirAll(cfg.cpuprofile, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "loadbench-")
 	if err != nil {
@@ -333,7 +358,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 		for _, s := range res.servers {
 			for _, c := range s.info.Cases {
 				if selected(c) {
-					if _, err := runCase(cfg, script, s, c, cfg.warmup); err != nil {
+					if _, err := runCase(cfg, script, s, c, cfg.warmup, ""); err != nil {
 						return nil, err
 					}
 				}
@@ -352,7 +377,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				rps, err := runCase(cfg, script, s, c, cfg.duration)
+				rps, err := runCase(cfg, script, s, c, cfg.duration, fmt.Sprintf("%s-%s-r%d", s.dialect, c.Name, r+1))
 				if err != nil {
 					return nil, err
 				}
@@ -364,6 +389,29 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	res.load[1] = loadAverage()
 	report(cfg, res)
 	return res, nil
+}
+
+// fetchProfile writes the CPU profile of the server at url over the next
+// d to path.
+func fetchProfile(url string, d time.Duration, path string) error {
+	resp, err := http.Get(fmt.Sprintf("%s%s?seconds=%d", url, profilePath, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s %s", profilePath, resp.Status, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // loadAverage is /proc/loadavg's three averages, or "unknown".

@@ -83,6 +83,37 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestCPUProfile: with -cpuprofile, each counted run leaves the server's
+// CPU profile (gzipped protobuf, as pprof writes it) under its name, and
+// the warm-up none.
+func TestCPUProfile(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.cases = []string{"noop", "mem-replay"}
+	cfg.warmup = time.Second
+	cfg.cpuprofile = filepath.Join(t.TempDir(), "prof")
+	if _, err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(cfg.cpuprofile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name())
+		b, err := os.ReadFile(filepath.Join(cfg.cpuprofile, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s is not a gzipped profile: %q", f.Name(), b[:min(len(b), 16)])
+		}
+	}
+	if want := "sqlite-mem-replay-r1.pprof sqlite-noop-r1.pprof"; strings.Join(names, " ") != want {
+		t.Errorf("profiles %v, want %s", names, want)
+	}
+}
+
 // TestRunRefusesWrongPath: a run that would measure something other than
 // its case fails, whether wrk sees it (an error status) or only the
 // server's counts do (new keys where replays were meant, replays where new
@@ -119,7 +150,7 @@ func TestRunRefusesWrongPath(t *testing.T) {
 		{missingRow, "wrk"},
 		{okAs200, "status 201 (want 200)"},
 	} {
-		_, err := runCase(cfg, script, s, tc.c, time.Second)
+		_, err := runCase(cfg, script, s, tc.c, time.Second, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s with %v: err %v, want one saying %q", tc.c.Method, tc.c.Path, tc.c.Key, err, tc.want)
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,6 +40,9 @@ type Info struct {
 }
 
 const infoPath = "/_load/info"
+
+// profilePath serves net/http/pprof's CPU profile (?seconds=N).
+const profilePath = "/debug/pprof/profile"
 
 // readyLine starts the line the server prints on stdout once it serves:
 // readyLine URL.
@@ -96,6 +100,9 @@ func serve(dialect, addr string, stdout io.Writer) error {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(info)
 	})
+	// loadbench -cpuprofile fetches the server's CPU profile of each
+	// counted run from here, while wrk drives it.
+	mux.HandleFunc("GET "+profilePath, pprof.Profile)
 	mux.Handle("/", svc)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,12 +1,13 @@
-package runtime_test
+package jsonnames_test
 
 import (
 	"testing"
 
-	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/internal/jsonnames"
+	_ "github.com/idemgen/idemgen/internal/testutil"
 )
 
-func TestCheckJSONNames(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		body string
 		ok   bool
@@ -22,7 +23,7 @@ func TestCheckJSONNames(t *testing.T) {
 		{`{"a":1,"b":{"a":1},"A":2}`, false},
 		{`{"a":`, false},
 	} {
-		err := idemrt.CheckJSONNames([]byte(tc.body))
+		err := jsonnames.Check([]byte(tc.body))
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err %v, want ok=%v", tc.body, err, tc.ok)
 		}

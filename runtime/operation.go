@@ -2,11 +2,12 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"net/textproto"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
 // operation is a validated Policy with its defaults applied.
@@ -93,13 +94,7 @@ func withDefaults(p *Policy, name string) *operation {
 	if len(p.BasePaths) == 0 {
 		op.patterns = []*routePattern{rp}
 	}
-	seen := map[string]bool{}
-	for _, b := range p.BasePaths {
-		b = strings.TrimSuffix(b, "/")
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
+	for _, b := range basePaths(p.BasePaths) {
 		full, _ := checkRoute(b + p.Route)
 		op.patterns = append(op.patterns, full)
 	}
@@ -111,7 +106,7 @@ func withDefaults(p *Policy, name string) *operation {
 	}
 	// Fingerprint selection: include sorted.
 	for _, ptr := range p.FingerprintInclude {
-		toks, _ := parsePointer(ptr)
+		toks, _ := policysyntax.SplitPointer(ptr)
 		op.include = append(op.include, ptr)
 		op.includeToks = append(op.includeToks, toks)
 	}
@@ -128,7 +123,7 @@ func withDefaults(p *Policy, name string) *operation {
 		op.include, op.includeToks = inc, toks
 	}
 	for _, ptr := range p.FingerprintExclude {
-		toks, _ := parsePointer(ptr)
+		toks, _ := policysyntax.SplitPointer(ptr)
 		op.exclude = append(op.exclude, toks)
 	}
 	// Save rule.
@@ -150,54 +145,18 @@ func withDefaults(p *Policy, name string) *operation {
 	return op
 }
 
+// canonicalKeyName is the key header's canonical name, or the query
+// parameter's name.
+func canonicalKeyName(p *Policy) string {
+	switch p.Key {
+	case 0, KeyFromHeader:
+		if p.KeyName == "" {
+			return "Idempotency-Key"
+		}
+		return textproto.CanonicalMIMEHeaderKey(p.KeyName)
+	}
+	return p.KeyName
+}
+
 // saves reports whether the save rule keeps a response with this status.
 func (op *operation) saves(status int) bool { return op.save.Saves(status) }
-
-// parsePointer splits an RFC 6901 JSON Pointer into unescaped tokens.
-func parsePointer(p string) ([]string, error) {
-	if p == "" {
-		return []string{}, nil
-	}
-	if p[0] != '/' {
-		return nil, fmt.Errorf("JSON pointer %q does not start with /", p)
-	}
-	toks := strings.Split(p[1:], "/")
-	for i, t := range toks {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 >= len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-				return nil, fmt.Errorf("JSON pointer %q: ~ must be followed by 0 or 1", p)
-			}
-		}
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// validChallenge reports whether c can be sent as a WWW-Authenticate value:
-// it starts with an auth-scheme (a token) and holds no control character,
-// so it cannot break the header (RFC 9110 §11.6.1).
-func validChallenge(c string) bool {
-	scheme, _, _ := strings.Cut(c, " ")
-	if !isToken(scheme) {
-		return false
-	}
-	for i := 0; i < len(c); i++ {
-		if c[i] < ' ' && c[i] != '\t' || c[i] == 0x7f {
-			return false
-		}
-	}
-	return true
-}

@@ -81,20 +81,15 @@ func (c *ClientOperation) SentKey(h http.Header, rawQuery string) (key string, n
 	return "", 0
 }
 
-// DerivedKey returns the key the server derives from a request without
-// Content-Encoding for a KeyFromFields operation (scope + ":" + the
-// canonical values of the fields) or a KeyFromBody one (a hash of the
-// request), exactly as the server does; ok is false for operations keyed by
-// a header or query parameter, and when the body lacks a key field (the
-// server then answers 400, or runs unprotected when the key is optional).
-func (c *ClientOperation) DerivedKey(rawQuery, contentType string, body []byte) (key string, ok bool) {
-	return c.derivedKey(rawQuery, contentType, nil, body)
-}
-
-// DerivedKeyOf is DerivedKey for a request with the header h: its first
-// Content-Type and every Content-Encoding value count, as the middleware
-// reads them (a body with a Content-Encoding has no fields key; it counts
-// as raw bytes in a body key).
+// DerivedKeyOf returns the key the server derives from a request with the
+// header h for a KeyFromFields operation (scope + ":" + the canonical
+// values of the fields) or a KeyFromBody one (a hash of the request),
+// exactly as the server does: its first Content-Type and every
+// Content-Encoding value count, as the middleware reads them (a body with
+// a Content-Encoding has no fields key; it counts as raw bytes in a body
+// key). ok is false for operations keyed by a header or query parameter,
+// and when the body lacks a key field (the server then answers 400, or
+// runs unprotected when the key is optional).
 func (c *ClientOperation) DerivedKeyOf(h http.Header, rawQuery string, body []byte) (key string, ok bool) {
 	var ct string
 	if vs := h["Content-Type"]; len(vs) > 0 {

@@ -1,0 +1,83 @@
+package storekit
+
+import (
+	"fmt"
+	"time"
+
+	idemrt "github.com/idemgen/idemgen/runtime"
+)
+
+// A packed lookup reads a record in four columns instead of one per field,
+// since every result column costs the driver and database/sql calls and
+// copies: Live, the epoch, the fingerprint and the encoded headers (on
+// SQLite one column, see SplitFingerprint), and the body. Live packs the record's liveness on the database's clock
+// with the saved status and the fingerprint's version:
+//
+//	live = (liveness * 1024 + status) * 16 + fingerprint_version
+//
+// where liveness is 0 or more for a record in progress with a live lease
+// (the milliseconds left of it), or one of the Live* values below. The
+// SQLite and MySQL stores' Lookup statements compute it.
+const (
+	LiveCompleted  = -1 // completed, unexpired, with its response
+	LiveTombstone  = -2 // completed, unexpired, a tombstone (no response saved)
+	LiveTakeover   = -3 // in progress, unexpired, its lease ended: a claim takes it over
+	LiveAbsent     = -4 // expired or released: a claim treats it as absent
+	LiveOutOfRange = -5 // a state, status or fingerprint version that does not fit its bits (never written by a store)
+)
+
+// Packed is a record as a packed lookup returns it.
+type Packed struct {
+	Live        int64
+	Epoch       int64
+	Fingerprint []byte
+	Headers     []byte // EncodeHeader's encoding
+	Body        []byte
+}
+
+// unpack splits p.Live; the low fields are never negative (the shift
+// rounds down, as the packing expects).
+func (p Packed) unpack() (liveness, status, version int64) {
+	return p.Live >> 14, p.Live >> 4 & 1023, p.Live & 15
+}
+
+// Result reads p: live reports a record a claim answers with res (a replay
+// or a conflict: completed, or in progress within its lease); otherwise
+// takeover reports one in progress whose lease ended (a claim takes it over
+// at epoch p.Epoch + 1), and neither an absent, expired or released one.
+func (p Packed) Result() (res idemrt.ClaimResult, live, takeover bool, err error) {
+	liveness, status, version := p.unpack()
+	switch {
+	case liveness >= 0 || liveness == LiveCompleted || liveness == LiveTombstone:
+		rec := Record{
+			State:              StateCompleted,
+			Epoch:              p.Epoch,
+			Fingerprint:        p.Fingerprint,
+			FingerprintVersion: version,
+			Status:             status,
+			Headers:            p.Headers,
+			Body:               p.Body,
+			Tombstone:          liveness == LiveTombstone,
+		}
+		if liveness >= 0 {
+			rec.State, rec.LeaseRemaining = StateInProgress, time.Duration(liveness)*time.Millisecond
+		}
+		res, err := rec.Result()
+		return res, err == nil, false, err
+	case liveness == LiveTakeover:
+		return idemrt.ClaimResult{}, false, true, nil
+	case liveness == LiveAbsent:
+		return idemrt.ClaimResult{}, false, false, nil
+	case liveness == LiveOutOfRange:
+		return idemrt.ClaimResult{}, false, false, fmt.Errorf("idempotency store: claim: the stored record's state, status or fingerprint version is out of range (status 0-1023, version 0-15)")
+	}
+	return idemrt.ClaimResult{}, false, false, fmt.Errorf("idempotency store: claim: unknown liveness %d", liveness)
+}
+
+// SplitFingerprint splits a column holding the fingerprint followed by the
+// encoded headers; a column shorter than a fingerprint comes back whole as
+// the fingerprint, which Packed.Result then refuses.
+func SplitFingerprint(b []byte) (fingerprint, headers []byte) {
+	n := min(len(b), len(idemrt.ClaimResult{}.Fingerprint))
+	return b[:n], b[n:]
+}
