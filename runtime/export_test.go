@@ -14,6 +14,8 @@ var (
 	NewEventID     = newEventID
 )
 
+const SealedHeader = sealedHeader
+
 // CanonicalJSON returns the RFC 8785 (JCS) canonical form of a JSON
 // document: object members sorted by their UTF-16 code units, no
 // insignificant whitespace, strings with minimal escapes, numbers in

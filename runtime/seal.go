@@ -24,9 +24,10 @@ import (
 //	version (1 byte) | key id length (1 byte) | key id | nonce (12 bytes) | AES-256-GCM ciphertext and tag
 //
 // whose plaintext is the replayable headers and the body, and the header
-// column holds the single marker SealedHeader, a name no handler's response
-// can save (a colon is not allowed in a header name), so that a sealed
-// record is never mistaken for a response in clear, nor the reverse.
+// column holds the single marker ":idemgen-sealed" (sealedHeader), a name
+// no handler's response can save (a colon is not allowed in a header
+// name), so that a sealed record is never mistaken for a response in
+// clear, nor the reverse.
 //
 // The additional data is the envelope's prefix (version and key id) and the
 // record: scope, principal hash, key, epoch and status. A ciphertext copied
@@ -41,8 +42,9 @@ import (
 // second that is 50 days, so rotate keys well within that. XChaCha20's
 // 192-bit nonce has no such bound, at the cost of a dependency.
 
-// SealedHeader is the header name that marks a sealed record in a store.
-const SealedHeader = ":idemgen-sealed"
+// sealedHeader is the header name that marks a sealed record in a store
+// (IsSealed tells a sealed record from one in clear).
+const sealedHeader = ":idemgen-sealed"
 
 const (
 	sealVersion  = 1
@@ -208,7 +210,7 @@ func IsSealed(resp *SavedResponse) bool {
 	if resp == nil {
 		return false
 	}
-	_, ok := resp.Header[SealedHeader]
+	_, ok := resp.Header[sealedHeader]
 	return ok
 }
 
@@ -262,7 +264,7 @@ func (kr *KeyRing) Seal(rk RecordKey, epoch int64, resp *SavedResponse) (*SavedR
 	ct := k.aead.Seal(pt[:0], nonce, pt, aad)
 	return &SavedResponse{
 		Status: resp.Status,
-		Header: http.Header{SealedHeader: {"1"}},
+		Header: http.Header{sealedHeader: {"1"}},
 		Body:   out[:prefix+sealNonce+len(ct)],
 	}, nil
 }
