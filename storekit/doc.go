@@ -11,8 +11,8 @@
 // The package is for generated code and the stores of this repository;
 // applications do not call it. Its exported names are a stable API for the
 // generated code of one idemgen release line: a generated store refers to
-// SupportPackageIsVersion1, and an incompatible change of this package
-// removes that constant (and adds SupportPackageIsVersion2), so that code
+// SupportPackageIsVersionN, and an incompatible change of this package
+// removes that constant (and adds SupportPackageIsVersionN+1), so that code
 // generated for the old API fails to compile, naming the constant, instead
 // of misbehaving. Regenerating with the idemgen of the module version your
 // go.mod requires (go generate ./...) fixes it.
@@ -24,7 +24,10 @@
 // storekit imports the runtime (as idemrt) and the standard library only.
 package storekit
 
-// SupportPackageIsVersion1 is referred to by generated stores
-// (const _ = storekit.SupportPackageIsVersion1): code generated against
-// this API fails to compile against a storekit that dropped it.
-const SupportPackageIsVersion1 = true
+// SupportPackageIsVersion2 is referred to by generated stores
+// (const _ = storekit.SupportPackageIsVersion2): code generated against
+// this API fails to compile against a storekit that dropped it. Version 1
+// went when Sweep and the outbox's helpers became generic in sqlc's LIMIT
+// type and took the stores' statements (Complete, Release, ClaimEvents,
+// MarkSent, ReleaseEvents, SweepSent).
+const SupportPackageIsVersion2 = true

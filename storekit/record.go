@@ -88,6 +88,41 @@ func CompletionOf(c idemrt.Completion) (Completion, error) {
 	return Completion{Status: int32(c.Response.Status), Headers: EncodeHeader(c.Response.Header), Body: body}, nil
 }
 
+// Complete runs a store's completion statement for c: write saves cp (c's
+// response, encoded; its TTL and record key are c's) and returns the rows
+// it changed. None is ErrFenced: the record is no longer c.Epoch's.
+func Complete(c idemrt.Completion, write func(cp Completion) (int64, error)) error {
+	cp, err := CompletionOf(c)
+	if err != nil {
+		return err
+	}
+	n, err := write(cp)
+	if err != nil {
+		return fmt.Errorf("idempotency store: complete: %w", err)
+	}
+	if n == 0 {
+		return idemrt.ErrFenced
+	}
+	return nil
+}
+
+// Release runs a store's release statement for key: release gives up the
+// in-progress record held at its epoch and returns the rows it changed.
+// None is ErrFenced.
+func Release(key idemrt.RecordKey, release func() (int64, error)) error {
+	if err := CheckRecordKey(key); err != nil {
+		return err
+	}
+	n, err := release()
+	if err != nil {
+		return fmt.Errorf("idempotency store: release: %w", err)
+	}
+	if n == 0 {
+		return idemrt.ErrFenced
+	}
+	return nil
+}
+
 // Record is a live stored record as a store's lookup reads it: completed,
 // or in progress within its lease (on the database's clock).
 type Record struct {

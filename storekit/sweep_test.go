@@ -18,21 +18,21 @@ type table struct {
 	err   error
 }
 
-func (tb *table) sweep(_ context.Context, limit int) (int, error) {
-	tb.calls = append(tb.calls, limit)
+func (tb *table) sweep(_ context.Context, limit int32) (int64, error) {
+	tb.calls = append(tb.calls, int(limit))
 	if tb.err != nil {
 		return 0, tb.err
 	}
-	d := min(limit, tb.n)
+	d := min(int(limit), tb.n)
 	tb.n -= d
-	return d, nil
+	return int64(d), nil
 }
 
 func TestSweep(t *testing.T) {
 	ctx := context.Background()
 	keys, processed := &table{n: 3}, &table{n: 10}
 	var gotRetention time.Duration
-	proc := func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+	proc := func(ctx context.Context, limit int32, retention time.Duration) (int64, error) {
 		gotRetention = retention
 		return processed.sweep(ctx, limit)
 	}

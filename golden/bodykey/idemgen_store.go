@@ -425,45 +425,28 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 }
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := storekit.CompletionOf(c)
-	if err != nil {
-		return err
-	}
-	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    cp.Status,
-		Headers:   cp.Headers,
-		Body:      cp.Body,
-		Tombstone: cp.Tombstone,
-		TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
-		Scope:     c.Scope,
-		Principal: c.PrincipalHash[:],
-		IdemKey:   c.Key,
-		Epoch:     c.Epoch,
+	return storekit.Complete(c, func(cp storekit.Completion) (int64, error) {
+		return q.Complete(ctx, sqlcCompleteParams{
+			Status:    cp.Status,
+			Headers:   cp.Headers,
+			Body:      cp.Body,
+			Tombstone: cp.Tombstone,
+			TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
+			Scope:     c.Scope,
+			Principal: c.PrincipalHash[:],
+			IdemKey:   c.Key,
+			Epoch:     c.Epoch,
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("idempotency store: complete: %w", err)
-	}
-	if n == 0 {
-		return idemrt.ErrFenced
-	}
-	return nil
 }
 
 // Release gives up the in-progress record held at epoch: the key may run
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := storekit.CheckRecordKey(key); err != nil {
-		return err
-	}
-	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
-	if err != nil {
-		return fmt.Errorf("idempotency store: release: %w", err)
-	}
-	if n == 0 {
-		return idemrt.ErrFenced
-	}
-	return nil
+	return storekit.Release(key, func() (int64, error) {
+		return s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+	})
 }
 
 // Sweep deletes up to limit expired records and then, with what is left
@@ -472,17 +455,12 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // the rows another sweeper holds (FOR UPDATE SKIP LOCKED), so that
 // sweepers on several servers delete different batches at once.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return storekit.Sweep(ctx, limit, s.retention,
-		func(ctx context.Context, limit int) (int, error) {
-			n, err := s.q.Sweep(ctx, int32(limit))
-			return int(n), err
-		},
-		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
-			n, err := s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
+	return storekit.Sweep(ctx, limit, s.retention, s.q.Sweep,
+		func(ctx context.Context, limit int32, retention time.Duration) (int64, error) {
+			return s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
 				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
-				Batch:       int32(limit),
+				Batch:       limit,
 			})
-			return int(n), err
 		})
 }
 

@@ -95,22 +95,28 @@ const claimLockWait = 10 // seconds
 // leased. The lock is held on one connection: the lock, BEGIN, the
 // select, the lease, COMMIT, the unlock.
 func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
-	limit, err := storekit.CheckClaimEvents(limit, lease)
-	if err != nil {
-		return nil, err
-	}
+	return storekit.ClaimEvents(ctx, limit, lease, s.claimEvents, func(r sqlcSelectClaimableRow) storekit.Event {
+		return storekit.Event{Seq: r.Seq, EncodedHeaders: r.Headers, OutboxEvent: idemrt.OutboxEvent{
+			ID: string(r.EventID), Topic: string(r.Topic), Key: string(r.EventKey), Payload: r.Payload, CreatedAt: time.UnixMicro(r.CreatedUs),
+		}}
+	})
+}
+
+// claimEvents takes the claim lock on a connection of its own, claims a
+// batch on it (claimLocked) and gives the lock back.
+func (s *Store) claimEvents(ctx context.Context, limit int32, lease time.Duration) ([]sqlcSelectClaimableRow, error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency store: claim events: %w", err)
+		return nil, err
 	}
 	defer conn.Close()
 	lq := sqlcNew(conn)
 	locked, err := lq.LockOutboxClaims(ctx, claimLockWait)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency store: claim events: %w", err)
+		return nil, err
 	}
 	if locked != 1 {
-		return nil, fmt.Errorf("idempotency store: claim events: the claims of other relays held the claim lock for %d s", claimLockWait)
+		return nil, fmt.Errorf("the claims of other relays held the claim lock for %d s", claimLockWait)
 	}
 	defer func() {
 		if err := lq.UnlockOutboxClaims(context.WithoutCancel(ctx)); err != nil {
@@ -119,37 +125,18 @@ func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration)
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	rows, err := claimLocked(ctx, conn, limit, lease)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency store: claim events: %w", err)
-	}
-	evs := make([]idemrt.OutboxEvent, len(rows))
-	for i, r := range rows {
-		headers, err := storekit.DecodeEventHeaders(r.Headers)
-		if err != nil {
-			return nil, err
-		}
-		evs[i] = idemrt.OutboxEvent{
-			ID:        string(r.EventID),
-			Topic:     string(r.Topic),
-			Key:       string(r.EventKey),
-			Payload:   r.Payload,
-			Headers:   headers,
-			CreatedAt: time.UnixMicro(r.CreatedUs),
-		}
-	}
-	return evs, nil
+	return claimLocked(ctx, conn, limit, lease)
 }
 
 // claimLocked selects and leases a batch in one transaction on conn.
-func claimLocked(ctx context.Context, conn *sql.Conn, limit int, lease time.Duration) ([]sqlcSelectClaimableRow, error) {
+func claimLocked(ctx context.Context, conn *sql.Conn, limit int32, lease time.Duration) ([]sqlcSelectClaimableRow, error) {
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	q := sqlcNew(tx)
-	rows, err := q.SelectClaimable(ctx, int32(limit))
+	rows, err := q.SelectClaimable(ctx, limit)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -207,24 +194,16 @@ func firstOfTheirKeys(ctx context.Context, q *sqlcQueries, rows []sqlcSelectClai
 
 // MarkSent implements idemrt.OutboxStore.
 func (s *Store) MarkSent(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := s.q.MarkSent(ctx, byteSlices(ids)); err != nil {
-		return fmt.Errorf("idempotency store: mark events sent: %w", err)
-	}
-	return nil
+	return storekit.MarkSent(ctx, ids, func(ctx context.Context, ids []string) (int64, error) {
+		return s.q.MarkSent(ctx, byteSlices(ids))
+	})
 }
 
 // ReleaseEvents implements idemrt.OutboxStore.
 func (s *Store) ReleaseEvents(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := s.q.ReleaseEvents(ctx, byteSlices(ids)); err != nil {
-		return fmt.Errorf("idempotency store: release events: %w", err)
-	}
-	return nil
+	return storekit.ReleaseEvents(ctx, ids, func(ctx context.Context, ids []string) (int64, error) {
+		return s.q.ReleaseEvents(ctx, byteSlices(ids))
+	})
 }
 
 func byteSlices(ss []string) [][]byte {
@@ -239,24 +218,17 @@ func byteSlices(ss []string) [][]byte {
 // locks a batch of sent events with SKIP LOCKED and deletes it by primary
 // key, so that sweepers on several servers delete different batches.
 func (s *Store) SweepSent(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	n, err := s.sweepSent(ctx, retention, min(limit, storekit.MaxSweep))
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep sent events: %w", err)
-	}
-	return n, nil
+	return storekit.SweepSent(ctx, retention, limit, s.sweepSent)
 }
 
-func (s *Store) sweepSent(ctx context.Context, retention time.Duration, limit int) (int, error) {
+func (s *Store) sweepSent(ctx context.Context, limit int32, retention time.Duration) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	q := sqlcNew(tx)
-	seqs, err := q.SweepSentBatch(ctx, sqlcSweepSentBatchParams{RetentionUs: storekit.DurationUnits(retention, time.Microsecond), Limit: int32(limit)})
+	seqs, err := q.SweepSentBatch(ctx, sqlcSweepSentBatchParams{RetentionUs: storekit.DurationUnits(retention, time.Microsecond), Limit: limit})
 	if err != nil || len(seqs) == 0 {
 		return 0, err
 	}
@@ -264,5 +236,5 @@ func (s *Store) sweepSent(ctx context.Context, retention time.Duration, limit in
 	if err != nil {
 		return 0, err
 	}
-	return int(n), tx.Commit()
+	return n, tx.Commit()
 }

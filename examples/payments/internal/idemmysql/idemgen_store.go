@@ -320,48 +320,31 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 const maxBlob = 1<<24 - 1
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
-	cp, err := storekit.CompletionOf(c)
-	if err != nil {
-		return err
-	}
-	if len(cp.Body) > maxBlob || len(cp.Headers) > maxBlob {
-		cp = storekit.Tombstone()
-	}
-	n, err := q.Complete(ctx, sqlcCompleteParams{
-		Status:    cp.Status,
-		Headers:   cp.Headers,
-		Body:      cp.Body,
-		Tombstone: cp.Tombstone,
-		TtlUs:     storekit.DurationUnits(c.TTL, time.Microsecond),
-		Scope:     []byte(c.Scope),
-		Principal: c.PrincipalHash[:],
-		IdemKey:   []byte(c.Key),
-		Epoch:     c.Epoch,
+	return storekit.Complete(c, func(cp storekit.Completion) (int64, error) {
+		if len(cp.Body) > maxBlob || len(cp.Headers) > maxBlob {
+			cp = storekit.Tombstone()
+		}
+		return q.Complete(ctx, sqlcCompleteParams{
+			Status:    cp.Status,
+			Headers:   cp.Headers,
+			Body:      cp.Body,
+			Tombstone: cp.Tombstone,
+			TtlUs:     storekit.DurationUnits(c.TTL, time.Microsecond),
+			Scope:     []byte(c.Scope),
+			Principal: c.PrincipalHash[:],
+			IdemKey:   []byte(c.Key),
+			Epoch:     c.Epoch,
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("idempotency store: complete: %w", err)
-	}
-	if n == 0 {
-		return idemrt.ErrFenced
-	}
-	return nil
 }
 
 // Release gives up the in-progress record held at epoch: the key may run
 // again, and the next claim continues the epoch, so that a worker fenced
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
-	if err := storekit.CheckRecordKey(key); err != nil {
-		return err
-	}
-	n, err := s.q.Release(ctx, sqlcReleaseParams{Scope: []byte(key.Scope), Principal: key.PrincipalHash[:], IdemKey: []byte(key.Key), Epoch: epoch})
-	if err != nil {
-		return fmt.Errorf("idempotency store: release: %w", err)
-	}
-	if n == 0 {
-		return idemrt.ErrFenced
-	}
-	return nil
+	return storekit.Release(key, func() (int64, error) {
+		return s.q.Release(ctx, sqlcReleaseParams{Scope: []byte(key.Scope), Principal: key.PrincipalHash[:], IdemKey: []byte(key.Key), Epoch: epoch})
+	})
 }
 
 // Sweep deletes up to limit expired records and then, with what is left
@@ -374,9 +357,9 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // READ COMMITTED takes no gap locks, so inserts of new keys never wait.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	return storekit.Sweep(ctx, limit, s.retention,
-		func(ctx context.Context, limit int) (int, error) {
+		func(ctx context.Context, limit int32) (int64, error) {
 			return s.sweepLocked(ctx, "idempotency_keys", []string{"scope", "principal", "idem_key"}, func(q *sqlcQueries) ([][]any, error) {
-				rows, err := q.SweepBatch(ctx, int32(limit))
+				rows, err := q.SweepBatch(ctx, limit)
 				keys := make([][]any, len(rows))
 				for i, r := range rows {
 					keys[i] = []any{r.Scope, r.Principal, r.IdemKey}
@@ -384,11 +367,11 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 				return keys, err
 			})
 		},
-		func(ctx context.Context, limit int, retention time.Duration) (int, error) {
+		func(ctx context.Context, limit int32, retention time.Duration) (int64, error) {
 			return s.sweepLocked(ctx, "idempotency_keys_processed", []string{"consumer", "message_id"}, func(q *sqlcQueries) ([][]any, error) {
 				rows, err := q.SweepProcessedBatch(ctx, sqlcSweepProcessedBatchParams{
 					RetentionUs: storekit.DurationUnits(retention, time.Microsecond),
-					Limit:       int32(limit),
+					Limit:       limit,
 				})
 				keys := make([][]any, len(rows))
 				for i, r := range rows {
@@ -411,7 +394,7 @@ const sweepChunk = 500
 // to binary: as plain parameters they would be text in the connection's
 // character set, and a principal hash that is not valid UTF-8 would then
 // match nothing.
-func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lock func(*sqlcQueries) ([][]any, error)) (int, error) {
+func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lock func(*sqlcQueries) ([][]any, error)) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return 0, err
@@ -429,7 +412,7 @@ func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lo
 	}
 	row := " UNION ALL SELECT ?" + strings.Repeat(", ?", len(cols)-1)
 	tail := ") AS b STRAIGHT_JOIN " + table + " AS t FORCE INDEX (PRIMARY) ON " + strings.Join(on, " AND ")
-	n := 0
+	var n int64
 	for chunk := range slices.Chunk(keys, sweepChunk) {
 		var b strings.Builder
 		b.WriteString("DELETE t FROM (SELECT " + strings.Join(first, ", "))
@@ -449,7 +432,7 @@ func (s *Store) sweepLocked(ctx context.Context, table string, cols []string, lo
 		if err != nil {
 			return 0, err
 		}
-		n += int(m)
+		n += m
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, err

@@ -8,9 +8,9 @@ import (
 	"github.com/idemgen/idemgen/storekit"
 )
 
-// This store was generated for storekit's API version 1; an idemgen whose
+// This store was generated for storekit's API version 2; an idemgen whose
 // storekit no longer offers it regenerates the store (go generate).
-const _ = storekit.SupportPackageIsVersion1
+const _ = storekit.SupportPackageIsVersion2
 
 // DefaultProcessedRetention is how long a message consumer's processed ids
 // are kept (see MarkProcessed) unless ProcessedRetention says otherwise: 14

@@ -3,11 +3,9 @@
 package idemsqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -90,63 +88,28 @@ func AddEvents(ctx context.Context, tx *sql.Tx, events ...idemrt.OutboxEvent) er
 // the one before: an event waits while an earlier event of its key is
 // leased.
 func (s *Store) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
-	limit, err := storekit.CheckClaimEvents(limit, lease)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: storekit.DurationUnits(lease, time.Millisecond), Batch: int64(limit)})
-	if err != nil {
-		return nil, fmt.Errorf("idempotency store: claim events: %w", err)
-	}
-	slices.SortFunc(rows, func(a, b sqlcClaimEventsRow) int { return cmp.Compare(a.Seq, b.Seq) })
-	evs := make([]idemrt.OutboxEvent, len(rows))
-	for i, r := range rows {
-		headers, err := storekit.DecodeEventHeaders(r.Headers)
-		if err != nil {
-			return nil, err
-		}
-		evs[i] = idemrt.OutboxEvent{
-			ID:        r.EventID,
-			Topic:     r.Topic,
-			Key:       r.EventKey,
-			Payload:   r.Payload,
-			Headers:   headers,
-			CreatedAt: time.UnixMilli(r.CreatedAt),
-		}
-	}
-	return evs, nil
+	return storekit.ClaimEvents(ctx, limit, lease, func(ctx context.Context, limit int64, lease time.Duration) ([]sqlcClaimEventsRow, error) {
+		return s.q.ClaimEvents(ctx, sqlcClaimEventsParams{LeaseMs: storekit.DurationUnits(lease, time.Millisecond), Batch: limit})
+	}, func(r sqlcClaimEventsRow) storekit.Event {
+		return storekit.Event{Seq: r.Seq, EncodedHeaders: r.Headers, OutboxEvent: idemrt.OutboxEvent{
+			ID: r.EventID, Topic: r.Topic, Key: r.EventKey, Payload: r.Payload, CreatedAt: time.UnixMilli(r.CreatedAt),
+		}}
+	})
 }
 
 // MarkSent implements idemrt.OutboxStore.
 func (s *Store) MarkSent(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := s.q.MarkSent(ctx, ids); err != nil {
-		return fmt.Errorf("idempotency store: mark events sent: %w", err)
-	}
-	return nil
+	return storekit.MarkSent(ctx, ids, s.q.MarkSent)
 }
 
 // ReleaseEvents implements idemrt.OutboxStore.
 func (s *Store) ReleaseEvents(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := s.q.ReleaseEvents(ctx, ids); err != nil {
-		return fmt.Errorf("idempotency store: release events: %w", err)
-	}
-	return nil
+	return storekit.ReleaseEvents(ctx, ids, s.q.ReleaseEvents)
 }
 
 // SweepSent implements idemrt.OutboxStore.
 func (s *Store) SweepSent(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	n, err := s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: storekit.DurationUnits(retention, time.Millisecond), Batch: int64(min(limit, storekit.MaxSweep))})
-	if err != nil {
-		return 0, fmt.Errorf("idempotency store: sweep sent events: %w", err)
-	}
-	return int(n), nil
+	return storekit.SweepSent(ctx, retention, limit, func(ctx context.Context, limit int64, retention time.Duration) (int64, error) {
+		return s.q.SweepSent(ctx, sqlcSweepSentParams{RetentionMs: storekit.DurationUnits(retention, time.Millisecond), Batch: limit})
+	})
 }
