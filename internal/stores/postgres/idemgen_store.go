@@ -16,10 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Schema is the DDL of the idempotency_keys table, its message-consumer table
-// and its outbox table (idemgen_schema.sql). Every statement is CREATE ...
-// IF NOT EXISTS, so it can run at every start-up (see ApplySchema) or go
-// into a migration tool.
+// Schema is the DDL of the idempotency_keys table, its message-consumer table,
+// its outbox table and the claim's function idempotency_keys_acquire
+// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS or
+// CREATE OR REPLACE, so it can run at every start-up (see ApplySchema) or
+// go into a migration tool.
 //
 //go:embed idemgen_schema.sql
 var Schema string
@@ -92,10 +93,10 @@ func checkPrimary(inRecovery, readOnly bool) error {
 // Claim reports the live record of req's key, or claims the key, in one
 // statement (Claim in idemgen_queries.sql): a first request's claim, a
 // replay and a conflict each cost one round trip. The statement reads the
-// record and, when it is not live, claims the key with an upsert that
-// re-checks everything under the row's lock, so the read decides nothing
-// on its own; it is run again when another attempt claimed the key after
-// its snapshot.
+// record and, when it is not live, claims the key with an upsert (the
+// schema's idempotency_keys_acquire) that re-checks everything under the
+// row's lock, so the read decides nothing on its own; it is run again
+// when another attempt claimed the key after its snapshot.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
