@@ -16,39 +16,32 @@ WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem
 -- Claim reads the record of a key and, when it is absent, expired,
 -- released, or in progress with an ended lease, claims it, in one
 -- statement: a first request's claim and a replay or a conflict are each
--- one round trip. cur is a plain primary-key read, with the record's
--- liveness measured on the database's clock; when it finds a live record,
--- the record comes back as cur's columns (epoch is NULL) and nothing else
--- runs: a replay costs the read alone. Otherwise idempotency_keys_acquire
--- (idemgen_schema.sql) claims the key with an upsert that re-checks
--- everything on the row under its lock, so the read decides nothing on its
--- own (the CASE calls it only when its condition holds). Neither an epoch
--- nor a live record back means another attempt claimed the key after this
--- statement's snapshot: run it again.
-WITH cur AS (
-    SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
-           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-           (k.expires_at > statement_timestamp())::boolean AS unexpired,
-           (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-           k.status, k.headers, k.body, k.tombstone
-    FROM idempotency_keys k
-    WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
-), claimed AS (
-    SELECT CASE WHEN cur.live IS NOT TRUE THEN
-               idempotency_keys_acquire(sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar,
-                                    sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
-                                    sqlc.arg(lease_ms)::bigint, sqlc.arg(ttl_ms)::bigint)
-           END::bigint AS epoch,
-           cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-           cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
-    FROM (SELECT) AS one
-    LEFT JOIN cur ON true
-)
-SELECT claimed.epoch, claimed.record_epoch, claimed.state, claimed.fingerprint, claimed.fingerprint_version,
-       claimed.live, claimed.unexpired, claimed.lease_remaining_ms, claimed.status, claimed.headers, claimed.body,
-       claimed.tombstone
+-- one round trip. The record is a plain primary-key read (a LEFT JOIN, so
+-- that an absent key still gives one row), with its liveness measured on
+-- the database's clock; when it is live, the record comes back with epoch
+-- 0 and nothing else runs: a replay costs the read alone. Otherwise
+-- idempotency_keys_acquire (idemgen_schema.sql) claims the key with an upsert
+-- that re-checks everything on the row under its lock, so the read decides
+-- nothing on its own (the CASE calls it only when its condition holds),
+-- and returns the new epoch, never 0 (a fresh row's is the clock in
+-- microseconds). Neither an epoch nor a live record back means another
+-- attempt claimed the key after this statement's snapshot: run it again.
+-- There is no CTE: a WITH query that calls a volatile function is
+-- materialised on every call, which cost a replay about as much again as
+-- the read itself.
+SELECT COALESCE(CASE WHEN (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()))) IS NOT TRUE THEN
+           idempotency_keys_acquire(sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar,
+                                sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
+                                sqlc.arg(lease_ms)::bigint, sqlc.arg(ttl_ms)::bigint)
+       END, 0)::bigint AS epoch,
+       k.epoch AS record_epoch, k.state, k.fingerprint, k.fingerprint_version,
+       COALESCE(k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())), false)::boolean AS live,
+       COALESCE(k.expires_at > statement_timestamp(), false)::boolean AS unexpired,
+       COALESCE(extract(epoch FROM k.lease_until - statement_timestamp()) * 1000, 0)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
 FROM (SELECT) AS one
-LEFT JOIN claimed ON true;
+LEFT JOIN idempotency_keys k
+    ON k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
 
 -- name: ClaimTx :one
 -- ClaimTx claims a key inside the transaction of a transactional operation

@@ -115,20 +115,20 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if row.Epoch.Valid {
+		if row.Epoch != 0 {
 			// A takeover of the record read moves its epoch on by one; a
 			// fresh row (there was none, or it was swept since the read)
 			// starts at the clock.
-			takeover := row.Unexpired.Bool && row.State.Int16 == storekit.StateInProgress && row.Epoch.Int64 == row.RecordEpoch.Int64+1
-			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch.Int64, TakenOver: takeover}, nil
+			takeover := row.Unexpired && row.State.Int16 == storekit.StateInProgress && row.Epoch == row.RecordEpoch.Int64+1
+			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch, TakenOver: takeover}, nil
 		}
-		if row.Live.Bool {
+		if row.Live {
 			return storekit.Record{
 				State:              int64(row.State.Int16),
 				Epoch:              row.RecordEpoch.Int64,
 				Fingerprint:        row.Fingerprint,
 				FingerprintVersion: int64(row.FingerprintVersion.Int32),
-				LeaseRemaining:     time.Duration(row.LeaseRemainingMs.Int64) * time.Millisecond,
+				LeaseRemaining:     time.Duration(row.LeaseRemainingMs) * time.Millisecond,
 				Status:             int64(row.Status.Int32),
 				Headers:            row.Headers,
 				Body:               row.Body,

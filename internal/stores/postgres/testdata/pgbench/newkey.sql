@@ -4,30 +4,19 @@
 -- round trips (TestRoundTrips), two commits.
 \set r random(1, 1000000000000)
 -- name: Claim :one
-WITH cur AS (
-    SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
-           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-           (k.expires_at > statement_timestamp())::boolean AS unexpired,
-           (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
-           k.status, k.headers, k.body, k.tombstone
-    FROM idempotency_keys k
-    WHERE k.scope = 'createCharge' AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AND k.idem_key = (:client_id || '-' || :r)
-), claimed AS (
-    SELECT CASE WHEN cur.live IS NOT TRUE THEN
-               idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar,
-                                    '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
-                                    60000::bigint, 86400000::bigint)
-           END::bigint AS epoch,
-           cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-           cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
-    FROM (SELECT) AS one
-    LEFT JOIN cur ON true
-)
-SELECT claimed.epoch, claimed.record_epoch, claimed.state, claimed.fingerprint, claimed.fingerprint_version,
-       claimed.live, claimed.unexpired, claimed.lease_remaining_ms, claimed.status, claimed.headers, claimed.body,
-       claimed.tombstone
+SELECT COALESCE(CASE WHEN (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()))) IS NOT TRUE THEN
+           idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar,
+                                '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
+                                60000::bigint, 86400000::bigint)
+       END, 0)::bigint AS epoch,
+       k.epoch AS record_epoch, k.state, k.fingerprint, k.fingerprint_version,
+       COALESCE(k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())), false)::boolean AS live,
+       COALESCE(k.expires_at > statement_timestamp(), false)::boolean AS unexpired,
+       COALESCE(extract(epoch FROM k.lease_until - statement_timestamp()) * 1000, 0)::bigint AS lease_remaining_ms,
+       k.status, k.headers, k.body, k.tombstone
 FROM (SELECT) AS one
-LEFT JOIN claimed ON true
+LEFT JOIN idempotency_keys k
+    ON k.scope = 'createCharge' AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AND k.idem_key = (:client_id || '-' || :r)
 \gset
 -- name: Complete :execrows
 UPDATE idempotency_keys
