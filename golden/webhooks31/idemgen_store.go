@@ -136,7 +136,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil || ok {
 			return live, err
 		}
-		epoch, err := s.q.Acquire(ctx, acquireParams(req))
+		epoch, err := whileBusy(ctx, func() (int64, error) { return s.q.Acquire(ctx, acquireParams(req)) })
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // another attempt claimed the key since the read
 		}
@@ -327,6 +327,27 @@ func (h *heldTurn) release() {
 	}
 }
 
+// whileBusy runs write, one autocommit statement, and runs it again while
+// it fails with SQLITE_BUSY and ctx has a deadline that has not passed. A
+// write that failed with SQLITE_BUSY changed nothing. SQLite's busy handler
+// polls the write lock with sleeps of up to 100 ms, not in turn, so a writer
+// can lose it to other writers (sweepers, other processes) for all of
+// busy_timeout on a CPU-starved server although it was free many times:
+// the caller, who set the deadline (the wrapper's Options.StoreTimeout, a
+// sweeper's), would rather wait longer than get an error. Without a
+// deadline busy_timeout bounds the write, as it did.
+func whileBusy[T any](ctx context.Context, write func() (T, error)) (T, error) {
+	for {
+		v, err := write()
+		if err == nil || !isBusy(err) {
+			return v, err
+		}
+		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
+			return v, err
+		}
+	}
+}
+
 // isBusy reports SQLite's SQLITE_BUSY: the write lock was not free within
 // busy_timeout.
 func isBusy(err error) bool {
@@ -340,16 +361,18 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 
 func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
 	return storekit.Complete(c, func(cp storekit.Completion) (int64, error) {
-		return q.Complete(ctx, sqlcCompleteParams{
-			Status:    int64(cp.Status),
-			Headers:   cp.Headers,
-			Body:      cp.Body,
-			Tombstone: cp.Tombstone,
-			TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
-			Scope:     c.Scope,
-			Principal: c.PrincipalHash[:],
-			IdemKey:   c.Key,
-			Epoch:     c.Epoch,
+		return whileBusy(ctx, func() (int64, error) {
+			return q.Complete(ctx, sqlcCompleteParams{
+				Status:    int64(cp.Status),
+				Headers:   cp.Headers,
+				Body:      cp.Body,
+				Tombstone: cp.Tombstone,
+				TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
+				Scope:     c.Scope,
+				Principal: c.PrincipalHash[:],
+				IdemKey:   c.Key,
+				Epoch:     c.Epoch,
+			})
 		})
 	})
 }
@@ -359,7 +382,9 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	return storekit.Release(key, func() (int64, error) {
-		return s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+		return whileBusy(ctx, func() (int64, error) {
+			return s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+		})
 	})
 }
 
@@ -369,11 +394,16 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // at a time, so sweepers (and claims) take turns: more than one sweeper
 // per database adds nothing.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return storekit.Sweep(ctx, limit, s.retention, s.q.Sweep,
+	return storekit.Sweep(ctx, limit, s.retention,
+		func(ctx context.Context, limit int64) (int64, error) {
+			return whileBusy(ctx, func() (int64, error) { return s.q.Sweep(ctx, limit) })
+		},
 		func(ctx context.Context, limit int64, retention time.Duration) (int64, error) {
-			return s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
-				Batch:       limit,
+			return whileBusy(ctx, func() (int64, error) {
+				return s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
+					RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
+					Batch:       limit,
+				})
 			})
 		})
 }
