@@ -21,7 +21,8 @@
 // leases, TTLs and retentions travel as durations, and the database
 // decides every time.
 //
-// storekit imports the runtime (as idemrt) and the standard library only.
+// storekit imports the runtime (as idemrt) and the standard library only;
+// its package pgkit, for the PostgreSQL stores, imports pgx as well.
 package storekit
 
 // SupportPackageIsVersion2 is referred to by generated stores

@@ -18,17 +18,13 @@ WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem
 -- statement: a first request's claim and a replay or a conflict are each
 -- one round trip. cur is a plain primary-key read, with the record's
 -- liveness measured on the database's clock; when it finds a live record,
--- the INSERT gets no row, and the record comes back as cur's columns
--- (epoch is NULL). Otherwise the upsert claims the key: ON CONFLICT ... DO
--- UPDATE ... WHERE re-checks on the row under its lock (a concurrent
--- claimer is waited for and the condition evaluated on the row it
--- committed), so the read decides nothing on its own. Neither an epoch
--- nor a live record back means another attempt claimed the key after
--- this statement's snapshot: run it again. A takeover moves the epoch on
--- by one. A fresh row's epoch is the clock in microseconds, so that a row
--- re-created after Sweep deleted the key's previous one follows every
--- epoch that one handed out (its creation time plus one per claim after).
--- It may be swept lease + ttl from now (see Complete).
+-- the record comes back as cur's columns (epoch is NULL) and nothing else
+-- runs: a replay costs the read alone. Otherwise subscription_keys_acquire
+-- (idemgen_schema.sql) claims the key with an upsert that re-checks
+-- everything on the row under its lock, so the read decides nothing on its
+-- own (the CASE calls it only when its condition holds). Neither an epoch
+-- nor a live record back means another attempt claimed the key after this
+-- statement's snapshot: run it again.
 WITH cur AS (
     SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
            (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
@@ -37,37 +33,22 @@ WITH cur AS (
            k.status, k.headers, k.body, k.tombstone
     FROM subscription_keys k
     WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
-), ins AS (
-    INSERT INTO subscription_keys AS t (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
-           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
-    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.live)
-    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-        fingerprint = excluded.fingerprint,
-        fingerprint_version = excluded.fingerprint_version,
-        state = 1,
-        epoch = t.epoch + 1,
-        lease_until = excluded.lease_until,
-        expires_at = excluded.expires_at,
-        sweep_at = excluded.sweep_at,
-        status = 0,
-        headers = '\x'::bytea,
-        body = '\x'::bytea,
-        tombstone = false
-    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
-    RETURNING t.epoch
+), claimed AS (
+    SELECT CASE WHEN cur.live IS NOT TRUE THEN
+               subscription_keys_acquire(sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar,
+                                    sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
+                                    sqlc.arg(lease_ms)::bigint, sqlc.arg(ttl_ms)::bigint)
+           END::bigint AS epoch,
+           cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
+           cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+    FROM (SELECT) AS one
+    LEFT JOIN cur ON true
 )
-SELECT ins.epoch, cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-       cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+SELECT claimed.epoch, claimed.record_epoch, claimed.state, claimed.fingerprint, claimed.fingerprint_version,
+       claimed.live, claimed.unexpired, claimed.lease_remaining_ms, claimed.status, claimed.headers, claimed.body,
+       claimed.tombstone
 FROM (SELECT) AS one
-LEFT JOIN cur ON true
-LEFT JOIN ins ON true;
+LEFT JOIN claimed ON true;
 
 -- name: ClaimTx :one
 -- ClaimTx claims a key inside the transaction of a transactional operation
@@ -80,11 +61,11 @@ LEFT JOIN ins ON true;
 -- uncommitted row. cur reads the committed record first; when it is live
 -- (a replay, a conflict, a reused key), nothing is written and the lock is
 -- not tried (live), so that concurrent replays of a key never see each
--- other as holders. Otherwise the upsert is Claim's; no epoch back means
--- another attempt's record became live since the snapshot (live too). The outcome, "acquired
--- <epoch>", "takeover <epoch>", "held" or "live", is returned and also
--- set, for the transaction only, at the end of application_name after
--- tag: pgx's BeginTx returns no rows, but the server reports a change of
+-- other as holders. Otherwise subscription_keys_acquire claims the key, as in
+-- Claim; no epoch back means another attempt's record became live since
+-- the snapshot (live too). The outcome, "acquired <epoch>", "takeover
+-- <epoch>", "held" or "live", is returned and also set, for the
+-- transaction only, at the end of application_name after tag: pgx's BeginTx returns no rows, but the server reports a change of
 -- application_name to the client (a ParameterStatus message) within the
 -- same round trip. The server cuts application_name to 63 bytes (it is
 -- ASCII already), so only as much of the session's own name is kept as
@@ -104,31 +85,12 @@ WITH cur AS (
                 ELSE pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) END AS locked,
            set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
 ), ins AS (
-    INSERT INTO subscription_keys AS t (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar, sqlc.arg(fingerprint)::bytea,
-           sqlc.arg(fingerprint_version)::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + sqlc.arg(ttl_ms)::bigint * interval '1 millisecond',
-           statement_timestamp() + (sqlc.arg(lease_ms)::bigint + sqlc.arg(ttl_ms)::bigint) * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
+    SELECT CASE WHEN probe.locked THEN
+               subscription_keys_acquire(sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar,
+                                    sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
+                                    sqlc.arg(lease_ms)::bigint, sqlc.arg(ttl_ms)::bigint)
+           END::bigint AS epoch
     FROM probe
-    WHERE probe.locked
-    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-        fingerprint = excluded.fingerprint,
-        fingerprint_version = excluded.fingerprint_version,
-        state = 1,
-        epoch = t.epoch + 1,
-        lease_until = excluded.lease_until,
-        expires_at = excluded.expires_at,
-        sweep_at = excluded.sweep_at,
-        status = 0,
-        headers = '\x'::bytea,
-        body = '\x'::bytea,
-        tombstone = false
-    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
-    RETURNING t.epoch
 ), outcome AS (
     SELECT ins.epoch,
            CASE WHEN probe.live THEN 'live'

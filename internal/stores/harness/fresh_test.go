@@ -39,11 +39,16 @@ func TestNoAppClock(t *testing.T) {
 			}
 		}
 	}
-	// The library the rendered stores import.
+	// The library the rendered stores import, and its packages (pgkit).
 	paths, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "storekit", "*.go"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("storekit's sources: %v, %v", paths, err)
 	}
+	sub, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "storekit", "*", "*.go"))
+	if err != nil || len(sub) == 0 {
+		t.Fatalf("storekit's packages' sources: %v, %v", sub, err)
+	}
+	paths = append(paths, sub...)
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
@@ -52,7 +57,8 @@ func TestNoAppClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkNoAppClock(t, "storekit/"+filepath.Base(p), b)
+		rel, _ := filepath.Rel(testutil.RepoRoot(), p)
+		checkNoAppClock(t, filepath.ToSlash(rel), b)
 	}
 }
 

@@ -83,14 +83,15 @@ type HTTPCase struct {
 }
 
 // Ratios of the HTTP benchmarks, num/den: a first request (both modes)
-// against the bare INSERT handler, a replay against the bare GET and
-// against post-get (the replay's request over a bare handler doing the
-// GET's read: its floor), post-get against the GET (what a POST with a
+// against the bare INSERT handler, a replay (both modes) against the bare
+// GET and against post-get (the replay's request over a bare handler
+// doing the GET's read: its floor), post-get against the GET (what a POST with a
 // body costs over a GET), and the memory store's replay against a bare
 // POST. Floors add name/insert.
 var httpRatios = [][2]string{
 	{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"},
-	{"replay", "post-get"}, {"post-get", "get"}, {"mem-replay", "noop"},
+	{"replay", "post-get"}, {"replay-tx", "get"}, {"replay-tx", "post-get"},
+	{"post-get", "get"}, {"mem-replay", "noop"},
 }
 
 // HTTPService is the server side of the HTTP benchmarks, shared by the
@@ -163,8 +164,8 @@ const StatsPath = "/_load/stats"
 //	POST /mem/charges     the noop handler through idemrt.Wrap over idemrt.NewMemoryStore()
 //	POST /floor/{name}    each floor, answering 201
 //
-// with one case each (and replay, mem-replay: the wrapped routes with
-// completed keys).
+// with one case each (and replay, replay-tx, mem-replay: the wrapped
+// routes with completed keys).
 func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 	if hb.Store == nil || hb.Insert == nil || hb.Get == nil {
 		return nil, errors.New("harness: an HTTPBackend needs Store, Insert and Get")
@@ -178,6 +179,11 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 	insert := func(w http.ResponseWriter, r *http.Request) {
 		answerCreated(w, hb.Insert(r.Context(), r.Header.Get("Idempotency-Key"), httpBody))
 	}
+	// The transactional route's rows are named apart ("tx-" and the key),
+	// so that Seed can complete the same replay keys on both routes.
+	insertTx := func(w http.ResponseWriter, r *http.Request) {
+		answerCreated(w, hb.Insert(r.Context(), "tx-"+r.Header.Get("Idempotency-Key"), httpBody))
+	}
 	noop := func(w http.ResponseWriter, r *http.Request) { answerCreated(w, nil) }
 	s.handle(http.MethodPost, "/bare", insert)
 	for _, route := range []struct {
@@ -187,7 +193,7 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		h             http.HandlerFunc
 	}{
 		{"/charges", hb.Store, false, insert},
-		{"/tx/charges", hb.Store, true, insert},
+		{"/tx/charges", hb.Store, true, insertTx},
 		{"/mem/charges", idemrt.NewMemoryStore(), false, noop},
 	} {
 		p := policy(route.transactional, time.Minute)
@@ -235,6 +241,7 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		{Name: "newkey-tx", Method: "POST", Path: "/tx/charges", Key: FreshKey, Status: 201, Runs: true},
 		{Name: "get", Method: "GET", Path: "/rows/", Key: RowPath, Status: 200, Runs: true},
 		{Name: "replay", Method: "POST", Path: "/charges", Key: ReplayKey, Status: 201, Replayed: true},
+		{Name: "replay-tx", Method: "POST", Path: "/tx/charges", Key: ReplayKey, Status: 201, Replayed: true},
 		{Name: "post-get", Method: "POST", Path: "/post-get", Key: RowKey, Status: 201, Replayed: true, Runs: true},
 		{Name: "noop", Method: "POST", Path: "/noop", Key: FreshKey, Status: 201, Runs: true},
 		{Name: "mem-replay", Method: "POST", Path: "/mem/charges", Key: ReplayKey, Status: 201, Replayed: true},
@@ -366,7 +373,7 @@ func (s *HTTPService) Seed(ctx context.Context) error {
 		if err := s.hb.Insert(ctx, s.RowID(i), httpBody); err != nil {
 			return fmt.Errorf("seed row: %w", err)
 		}
-		for _, path := range []string{"/charges", "/mem/charges"} {
+		for _, path := range []string{"/charges", "/tx/charges", "/mem/charges"} {
 			req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, strings.NewReader(RequestJSON))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", s.ReplayKeyOf(i))

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
@@ -55,20 +56,38 @@ func BenchBackend(ctx context.Context, pool *pgxpool.Pool, st *Store) (harness.H
 	}, nil
 }
 
-// acquireOnly is the upsert of the store's Claim statement without its
-// read (the INSERT ... ON CONFLICT ... RETURNING of its ins CTE, without
-// the condition on cur): the cheapest claim, for the floors. Its
-// parameters are Claim's: scope, principal, key, fingerprint, fingerprint
-// version, lease and TTL in milliseconds.
+// acquireOnly is the upsert of the store's claim without its read: the
+// INSERT ... ON CONFLICT ... RETURNING of the schema's acquire function
+// (idemgen_schema.sql), which Claim and ClaimTx call when their read finds
+// no live record, with the function's parameters as $1, $2, ... and no
+// INTO: the cheapest claim, for the floors. Its parameters are Claim's:
+// scope, principal, key, fingerprint, fingerprint version, lease and TTL
+// in milliseconds.
 func acquireOnly() (string, error) {
-	start := strings.Index(claim, "INSERT INTO")
-	end := strings.Index(claim, "RETURNING t.epoch")
-	const onCur = "    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.live)\n"
-	if start < 0 || end < start || !strings.Contains(claim[start:end], onCur) {
-		return "", errors.New("the Claim statement has no upsert on cur to take")
+	start := strings.Index(Schema, "    INSERT INTO")
+	end := strings.Index(Schema, "RETURNING t.epoch INTO claimed;")
+	if start < 0 || end < start {
+		return "", errors.New("the schema has no acquire function's upsert to take")
 	}
-	return strings.Replace(claim[start:end], onCur, "", 1) + "RETURNING t.epoch", nil
+	params := map[string]string{"p_scope": "$1::varchar", "p_principal": "$2::bytea", "p_idem_key": "$3::varchar",
+		"p_fingerprint": "$4::bytea", "p_fingerprint_version": "$5::integer", "p_lease_ms": "$6::bigint", "p_ttl_ms": "$7::bigint"}
+	var unknown error
+	sql := acquireParam.ReplaceAllStringFunc(Schema[start:end], func(p string) string {
+		n, ok := params[p]
+		if !ok {
+			unknown = fmt.Errorf("the acquire function's upsert has a parameter %s that acquireOnly does not know", p)
+		}
+		return n
+	})
+	if unknown != nil {
+		return "", unknown
+	}
+	sql += "RETURNING t.epoch"
+	return strings.TrimSpace(sql), nil
 }
+
+// acquireParam is a parameter of the acquire function, by its name.
+var acquireParam = regexp.MustCompile(`\bp_[a-z_]+\b`)
 
 // BenchFloors are handlers that send the fewest statements a first
 // request could, with the upsert of the store's own claim (acquireOnly)

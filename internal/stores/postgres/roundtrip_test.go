@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/storekit/pgkit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -17,7 +18,7 @@ type pgxTrace struct{ *harness.StatementLog }
 // TraceQueryStart records a statement by its name; BeginClaim's begin
 // query (BEGIN, then ClaimTx, one round trip) as "begin+ClaimTx".
 func (l pgxTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, claimTxBegin) {
+	if strings.HasPrefix(d.SQL, pgkit.ClaimTxBegin) {
 		l.Record("begin+ClaimTx")
 		return ctx
 	}

@@ -30,6 +30,57 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 -- The sweeper deletes expired records in sweep_at order, in bounded batches.
 CREATE INDEX IF NOT EXISTS idempotency_keys_sweep_at_idx ON idempotency_keys (sweep_at);
 
+-- idempotency_keys_acquire claims a key whose record is absent, expired,
+-- released, or in progress with an ended lease, and returns the epoch it
+-- claimed at; NULL when the record is live (nothing is written). The claim
+-- statements (Claim, ClaimTx) call it only after their read found no live
+-- record, so that a replay, which finds one, runs a plain read: the
+-- INSERT's executor start-up (the table's and indexes' locks, ON CONFLICT's
+-- set-up) then costs nothing. ON CONFLICT ... DO UPDATE ... WHERE
+-- re-checks on the row under its lock (a concurrent claimer is waited for
+-- and the condition evaluated on the row it committed), so the caller's
+-- read decides nothing on its own. A takeover moves the epoch on by one. A
+-- fresh row's epoch is the clock in microseconds, so that a row re-created
+-- after Sweep deleted the key's previous one follows every epoch that one
+-- handed out (its creation time plus one per claim after). It may be swept
+-- lease + ttl from now (see Complete). PL/pgSQL keeps the INSERT's plan
+-- for the session.
+CREATE OR REPLACE FUNCTION idempotency_keys_acquire(
+    p_scope varchar, p_principal bytea, p_idem_key varchar, p_fingerprint bytea,
+    p_fingerprint_version integer, p_lease_ms bigint, p_ttl_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    claimed bigint;
+BEGIN
+    INSERT INTO idempotency_keys AS t (
+        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+    VALUES (p_scope, p_principal, p_idem_key, p_fingerprint,
+            p_fingerprint_version, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+            statement_timestamp() + p_lease_ms * interval '1 millisecond',
+            statement_timestamp() + p_ttl_ms * interval '1 millisecond',
+            statement_timestamp() + (p_lease_ms + p_ttl_ms) * interval '1 millisecond',
+            0, '\x'::bytea, '\x'::bytea, false)
+    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
+        fingerprint = excluded.fingerprint,
+        fingerprint_version = excluded.fingerprint_version,
+        state = 1,
+        epoch = t.epoch + 1,
+        lease_until = excluded.lease_until,
+        expires_at = excluded.expires_at,
+        sweep_at = excluded.sweep_at,
+        status = 0,
+        headers = '\x'::bytea,
+        body = '\x'::bytea,
+        tombstone = false
+    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
+    RETURNING t.epoch INTO claimed;
+    RETURN claimed;
+END
+$$;
+
 -- Message consumers (CONTRACT §5): the ids each consumer has processed,
 -- inserted in the same transaction as the consumer's own writes.
 CREATE TABLE IF NOT EXISTS idempotency_keys_processed (

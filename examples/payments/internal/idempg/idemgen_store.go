@@ -4,30 +4,23 @@ package idempg
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/idemgen/idemgen/storekit"
+	"github.com/idemgen/idemgen/storekit/pgkit"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Schema is the DDL of the idempotency_keys table, its message-consumer table
-// and its outbox table (idemgen_schema.sql). Every statement is CREATE ...
-// IF NOT EXISTS, so it can run at every start-up (see ApplySchema) or go
-// into a migration tool.
+// Schema is the DDL of the idempotency_keys table, its message-consumer table,
+// its outbox table and the claim's function idempotency_keys_acquire
+// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS or
+// CREATE OR REPLACE, so it can run at every start-up (see ApplySchema) or
+// go into a migration tool.
 //
 //go:embed idemgen_schema.sql
 var Schema string
@@ -66,7 +59,7 @@ type Store struct {
 	q         *sqlcQueries
 	retention time.Duration // of processed message ids; see ProcessedRetention
 	// inlineClaim: BeginClaim sends ClaimTx whole, not an EXECUTE of it
-	// prepared on the connection (see beginClaimTx).
+	// prepared on the connection (see pgkit.BeginClaim).
 	inlineClaim bool
 }
 
@@ -100,10 +93,10 @@ func checkPrimary(inRecovery, readOnly bool) error {
 // Claim reports the live record of req's key, or claims the key, in one
 // statement (Claim in idemgen_queries.sql): a first request's claim, a
 // replay and a conflict each cost one round trip. The statement reads the
-// record and, when it is not live, claims the key with an upsert that
-// re-checks everything under the row's lock, so the read decides nothing
-// on its own; it is run again when another attempt claimed the key after
-// its snapshot.
+// record and, when it is not live, claims the key with an upsert (the
+// schema's idempotency_keys_acquire) that re-checks everything under the
+// row's lock, so the read decides nothing on its own; it is run again
+// when another attempt claimed the key after its snapshot.
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
@@ -168,7 +161,7 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 		return nil, idemrt.ClaimResult{}, err
 	}
 	claim := sqlcClaimTxParams{
-		LockKey:            lockKey(req.RecordKey),
+		LockKey:            pgkit.LockKey(req.RecordKey),
 		LeaseMs:            storekit.DurationUnits(req.Lease, time.Millisecond),
 		Scope:              req.Scope,
 		Principal:          req.PrincipalHash[:],
@@ -195,187 +188,42 @@ func (s *Store) BeginClaim(ctx context.Context, req idemrt.ClaimRequest) (idemrt
 	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
-// claimOn runs BEGIN with ClaimTx on conn. It returns the open transaction
-// of an acquired key; else, with the transaction rolled back, the result
-// of the record or of the attempt that holds the key, or a zero result
-// when the record changed since ClaimTx saw it.
+// claimOn runs BEGIN with ClaimTx on conn (see pgkit.BeginClaim). It
+// returns the open transaction of an acquired key; else, with the
+// transaction rolled back, the result of the record or of the attempt that
+// holds the key, or a zero result when the record changed since ClaimTx
+// saw it.
 func (s *Store) claimOn(ctx context.Context, conn *pgxpool.Conn, req idemrt.ClaimRequest, claim sqlcClaimTxParams) (idemrt.Tx, idemrt.ClaimResult, error) {
-	tx, outcome, err := s.beginClaimTx(ctx, conn, claim)
+	tx, outcome, err := pgkit.BeginClaim(ctx, conn, pgkit.ClaimTx{Name: claimTxStatement, SQL: claimTx, Inline: s.inlineClaim}, func(tag string) any {
+		claim.Tag = tag
+		return claim
+	})
 	if err != nil {
 		return nil, idemrt.ClaimResult{}, err
 	}
-	kind, epochText, _ := strings.Cut(outcome, " ")
-	switch kind {
+	switch outcome.Kind {
 	case "acquired", "takeover":
-		epoch, err := strconv.ParseInt(epochText, 10, 64)
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the claim reported %q", outcome)
-		}
-		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: epoch, TakenOver: kind == "takeover"}, nil
+		return &claimedTx{conn: conn, tx: tx}, idemrt.ClaimResult{State: idemrt.Acquired, Epoch: outcome.Epoch, TakenOver: outcome.Kind == "takeover"}, nil
 	case "held":
-		return nil, heldElsewhere(ctx, sqlcNew(afterRollback{conn}), req, claim), nil
-	case "live":
-		cur, err := sqlcNew(afterRollback{conn}).Lookup(ctx, sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return nil, idemrt.ClaimResult{}, nil // swept since
-		case err != nil:
-			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-		case !cur.Live:
-			return nil, idemrt.ClaimResult{}, nil
-		}
-		res, err := lookupRecord(cur)
-		return nil, res, err
+		return nil, heldElsewhere(ctx, sqlcNew(pgkit.AfterRollback{Conn: conn}), req, claim), nil
 	}
-	_ = tx.Rollback(context.WithoutCancel(ctx))
-	return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the claim reported %q", outcome)
+	// live
+	cur, err := sqlcNew(pgkit.AfterRollback{Conn: conn}).Lookup(ctx, sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, idemrt.ClaimResult{}, nil // swept since
+	case err != nil:
+		return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+	case !cur.Live:
+		return nil, idemrt.ClaimResult{}, nil
+	}
+	res, err := lookupRecord(cur)
+	return nil, res, err
 }
 
 // claimTxStatement is the name ClaimTx is prepared under on each
 // connection, for the EXECUTE in the begin query of BeginClaim.
 const claimTxStatement = "idempotency_keys_claim_tx"
-
-// claimTxBegin starts the begin query of BeginClaim (named as ClaimTx's
-// round trip for pgx's tracers).
-const claimTxBegin = "-- name: ClaimTx :one\nBEGIN;\n"
-
-// beginClaimTx begins a transaction on conn whose begin query runs ClaimTx
-// after BEGIN, in one round trip, and returns it with ClaimTx's outcome.
-// Its arguments are written into the query as literals (a simple-protocol
-// query takes no parameters): numbers, and text and bytes in hex, so that
-// nothing in them is read as SQL. With pgx's statement cache (its default
-// QueryExecModeCacheStatement) the query EXECUTEs ClaimTx prepared on the
-// connection, so that the server reuses its plan; with another mode (the
-// one for pgbouncer's transaction pooling, which keeps no prepared
-// statements for a client) it carries the whole statement, planned each
-// time.
-//
-// The outcome comes back as the end of application_name, which the server
-// reports to the client when ClaimTx changes it, after a random tag; a
-// connection pooler that does not pass the report on costs one read of
-// the setting.
-func (s *Store) beginClaimTx(ctx context.Context, conn *pgxpool.Conn, p sqlcClaimTxParams) (pgx.Tx, string, error) {
-	var nonce [8]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, "", fmt.Errorf("idempotency store: begin: %w", err)
-	}
-	p.Tag = "idemgen:" + hex.EncodeToString(nonce[:]) + ":"
-	args, err := literals(p)
-	if err != nil {
-		return nil, "", err
-	}
-	var begin string
-	if s.inlineClaim {
-		begin = claimTxBegin + paramRef.ReplaceAllStringFunc(claimTx, func(m string) string {
-			n, _ := strconv.Atoi(m[1:])
-			return args[n-1]
-		})
-	} else {
-		if _, err := conn.Conn().Prepare(ctx, claimTxStatement, claimTx); err != nil {
-			return nil, "", fmt.Errorf("idempotency store: begin: preparing the claim: %w", err)
-		}
-		begin = claimTxBegin + "EXECUTE " + claimTxStatement + "(" + strings.Join(args, ", ") + ")"
-	}
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
-	if err != nil {
-		pc := conn.Conn().PgConn()
-		if !pc.IsClosed() && pc.TxStatus() != 'I' {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback")
-		}
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "26000" {
-			// The session lost the prepared claim (a DISCARD ALL): the
-			// next claim on this connection prepares it again.
-			_ = conn.Conn().Deallocate(context.WithoutCancel(ctx), claimTxStatement)
-		}
-		return nil, "", fmt.Errorf("idempotency store: begin and claim: %w", err)
-	}
-	name := conn.Conn().PgConn().ParameterStatus("application_name")
-	if _, outcome, ok := strings.Cut(name, p.Tag); ok {
-		return tx, outcome, nil
-	}
-	if err := tx.QueryRow(ctx, "SELECT current_setting('application_name')").Scan(&name); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return nil, "", fmt.Errorf("idempotency store: claim: reading its outcome: %w", err)
-	}
-	if _, outcome, ok := strings.Cut(name, p.Tag); ok {
-		return tx, outcome, nil
-	}
-	_ = tx.Rollback(context.WithoutCancel(ctx))
-	return nil, "", errors.New("idempotency store: claim: the transaction's application_name does not carry the claim's outcome")
-}
-
-// paramRef is a parameter ($1, $2, ...) of a statement.
-var paramRef = regexp.MustCompile(`\$[0-9]+`)
-
-// literals writes the fields of p, a sqlc params struct (whose fields
-// follow its statement's parameters, $1, $2, ...), as SQL literals.
-func literals(p sqlcClaimTxParams) ([]string, error) {
-	v := reflect.ValueOf(p)
-	out := make([]string, v.NumField())
-	for i := range out {
-		switch f := v.Field(i).Interface().(type) {
-		case string:
-			out[i] = textLiteral(f)
-		case []byte:
-			out[i] = bytesLiteral(f)
-		case int64:
-			out[i] = intLiteral(f)
-		case int32:
-			out[i] = intLiteral(int64(f))
-		default:
-			return nil, fmt.Errorf("idempotency store: claim: no SQL literal for a %T", f)
-		}
-	}
-	return out, nil
-}
-
-func intLiteral(n int64) string { return "(" + strconv.FormatInt(n, 10) + ")" }
-
-func bytesLiteral(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" }
-
-func textLiteral(s string) string { return "convert_from(" + bytesLiteral([]byte(s)) + ", 'UTF8')" }
-
-// afterRollback runs a statement after the ROLLBACK of the connection's
-// transaction, in one round trip (a batch), for a sqlc method: only
-// QueryRow is used.
-type afterRollback struct{ conn *pgxpool.Conn }
-
-func (a afterRollback) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	b := &pgx.Batch{}
-	b.Queue("rollback")
-	b.Queue(sql, args...)
-	br := a.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return errRow{err}
-	}
-	return batchRow{br}
-}
-
-func (a afterRollback) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
-	return pgconn.CommandTag{}, errors.New("idempotency store: afterRollback runs QueryRow only")
-}
-
-func (a afterRollback) Query(context.Context, string, ...any) (pgx.Rows, error) {
-	return nil, errors.New("idempotency store: afterRollback runs QueryRow only")
-}
-
-// batchRow is the last row of a batch: Scan reads it and closes the batch.
-type batchRow struct{ br pgx.BatchResults }
-
-func (r batchRow) Scan(dest ...any) error {
-	err := r.br.QueryRow().Scan(dest...)
-	if cerr := r.br.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
 
 // lookupRecord is the result of a live record as Lookup read it.
 func lookupRecord(cur sqlcLookupRow) (idemrt.ClaimResult, error) {
@@ -404,18 +252,6 @@ func heldElsewhere(ctx context.Context, q *sqlcQueries, req idemrt.ClaimRequest,
 		res.LeaseRemaining = time.Duration(ms) * time.Millisecond
 	}
 	return res
-}
-
-// lockKey is the advisory lock of a key: the first 8 bytes of SHA-256 over
-// scope, principal hash and key.
-func lockKey(k idemrt.RecordKey) int64 {
-	h := sha256.New()
-	h.Write([]byte(k.Scope))
-	h.Write([]byte{0})
-	h.Write(k.PrincipalHash[:])
-	h.Write([]byte(k.Key))
-	var sum [sha256.Size]byte
-	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])))
 }
 
 // Complete saves the result of the attempt holding c.Epoch.
@@ -533,22 +369,7 @@ func (t *claimedTx) Commit(ctx context.Context) error {
 		return err
 	}
 	p := t.pending
-	b := &pgx.Batch{}
-	b.Queue(completeTx, p.Status, p.Headers, p.Body, p.Tombstone, p.TtlMs, p.Scope, p.Principal, p.IdemKey, p.Epoch)
-	b.Queue("commit")
-	br := t.tx.SendBatch(ctx, b)
-	var completed int32
-	err := br.QueryRow().Scan(&completed)
-	tag, cerr := br.Exec()
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = cerr
-	}
-	if err == nil && tag.String() != "COMMIT" {
-		err = errors.New("the server rolled the transaction back")
-	}
+	err := pgkit.CommitWith(ctx, t.tx, completeTx, p.Status, p.Headers, p.Body, p.Tombstone, p.TtlMs, p.Scope, p.Principal, p.IdemKey, p.Epoch)
 	if err != nil {
 		// Whatever the server did not commit is rolled back (a no-op on a
 		// connection that broke; the pool then drops it).

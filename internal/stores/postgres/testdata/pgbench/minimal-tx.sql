@@ -7,12 +7,12 @@ begin;
 INSERT INTO idempotency_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
         lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT 'createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar, '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea,
-           2::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + 60000::bigint * interval '1 millisecond',
-           statement_timestamp() + 86400000::bigint * interval '1 millisecond',
-           statement_timestamp() + (60000::bigint + 86400000::bigint) * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
+    VALUES ('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar, '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea,
+            2::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+            statement_timestamp() + 60000::bigint * interval '1 millisecond',
+            statement_timestamp() + 86400000::bigint * interval '1 millisecond',
+            statement_timestamp() + (60000::bigint + 86400000::bigint) * interval '1 millisecond',
+            0, '\x'::bytea, '\x'::bytea, false)
     ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
         fingerprint = excluded.fingerprint,
         fingerprint_version = excluded.fingerprint_version,

@@ -11,34 +11,19 @@ WITH cur AS (
            k.status, k.headers, k.body, k.tombstone
     FROM idempotency_keys k
     WHERE k.scope = 'createCharge' AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AND k.idem_key = ('replay-' || :k)
-), ins AS (
-    INSERT INTO idempotency_keys AS t (
-        scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
-        lease_until, expires_at, sweep_at, status, headers, body, tombstone)
-    SELECT 'createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, ('replay-' || :k)::varchar, '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea,
-           2::integer, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
-           statement_timestamp() + 60000::bigint * interval '1 millisecond',
-           statement_timestamp() + 86400000::bigint * interval '1 millisecond',
-           statement_timestamp() + (60000::bigint + 86400000::bigint) * interval '1 millisecond',
-           0, '\x'::bytea, '\x'::bytea, false
-    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.live)
-    ON CONFLICT (scope, principal, idem_key) DO UPDATE SET
-        fingerprint = excluded.fingerprint,
-        fingerprint_version = excluded.fingerprint_version,
-        state = 1,
-        epoch = t.epoch + 1,
-        lease_until = excluded.lease_until,
-        expires_at = excluded.expires_at,
-        sweep_at = excluded.sweep_at,
-        status = 0,
-        headers = '\x'::bytea,
-        body = '\x'::bytea,
-        tombstone = false
-    WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
-    RETURNING t.epoch
+), claimed AS (
+    SELECT CASE WHEN cur.live IS NOT TRUE THEN
+               idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, ('replay-' || :k)::varchar,
+                                    '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
+                                    60000::bigint, 86400000::bigint)
+           END::bigint AS epoch,
+           cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
+           cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+    FROM (SELECT) AS one
+    LEFT JOIN cur ON true
 )
-SELECT ins.epoch, cur.epoch AS record_epoch, cur.state, cur.fingerprint, cur.fingerprint_version,
-       cur.live, cur.unexpired, cur.lease_remaining_ms, cur.status, cur.headers, cur.body, cur.tombstone
+SELECT claimed.epoch, claimed.record_epoch, claimed.state, claimed.fingerprint, claimed.fingerprint_version,
+       claimed.live, claimed.unexpired, claimed.lease_remaining_ms, claimed.status, claimed.headers, claimed.body,
+       claimed.tombstone
 FROM (SELECT) AS one
-LEFT JOIN cur ON true
-LEFT JOIN ins ON true;
+LEFT JOIN claimed ON true;
