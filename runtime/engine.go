@@ -716,30 +716,12 @@ func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, ne
 // the claim itself (ClaimTxStore), a rollback undoes the attempt whole, and
 // the handler's context and the attempt end at leaseEnd.
 func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte, tx Tx, leaseEnd time.Time) {
-	ctx := r.Context()
-	claimed := !leaseEnd.IsZero()
-	// undo gives the attempt up: the claim goes with the rollback when the
-	// transaction holds it, else it is released.
-	undo := func(status int) {
-		e.rollback(ctx, op, tx)
-		if !claimed {
-			e.release(ctx, op, rk, epoch, status)
-			return
-		}
-		e.report(ctx, e.hooks.Released, Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status}, slog.LevelDebug, "idempotency: rolled back", op, slog.Int("status", status))
-	}
-	// The headers set before the handler (by outer middleware) are what a
-	// 503 that replaces the handler's response keeps.
-	outer := w.Header().Clone()
-	resetHeaders := func() {
-		h := w.Header()
-		clear(h)
-		for k, vs := range outer {
-			h[k] = vs
-		}
-	}
-	hctx := context.WithValue(ctx, txKey{}, tx)
-	if claimed {
+	a := &txAttempt{e: e, ctx: r.Context(), op: op, w: w, rk: rk, epoch: epoch, tx: tx, leaseEnd: leaseEnd,
+		// The headers set before the handler (by outer middleware) are
+		// what a 503 that replaces the handler's response keeps.
+		outer: w.Header().Clone()}
+	hctx := context.WithValue(a.ctx, txKey{}, tx)
+	if a.claimed() {
 		var cancel context.CancelFunc
 		hctx, cancel = context.WithDeadline(hctx, leaseEnd)
 		defer cancel()
@@ -747,27 +729,80 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 	r2 := r.WithContext(hctx)
 	r2.Body = &bodyReader{b: body}
 	cw := &captureWriter{e: e, op: op, w: w, r: r2, rk: rk, epoch: epoch, tx: true}
+	a.runHandler(next, cw, r2)
+	a.settle(cw)
+}
+
+// txAttempt is one run of a transactional operation's handler in tx, from
+// the handler's call to the commit or the rollback. leaseEnd is zero when
+// the key was claimed before the transaction (the claim is not in tx).
+type txAttempt struct {
+	e        *engine
+	ctx      context.Context
+	op       *operation
+	w        http.ResponseWriter
+	rk       RecordKey
+	epoch    int64
+	tx       Tx
+	leaseEnd time.Time
+	outer    http.Header
+}
+
+// claimed reports whether the transaction holds the claim.
+func (a *txAttempt) claimed() bool { return !a.leaseEnd.IsZero() }
+
+// undo gives the attempt up: the claim goes with the rollback when the
+// transaction holds it, else it is released.
+func (a *txAttempt) undo(status int) {
+	a.e.rollback(a.ctx, a.op, a.tx)
+	if !a.claimed() {
+		a.e.release(a.ctx, a.op, a.rk, a.epoch, status)
+		return
+	}
+	a.e.report(a.ctx, a.e.hooks.Released, Event{OperationID: a.op.name, Scope: a.op.scope, Key: a.rk.Key, Epoch: a.epoch, Status: status}, slog.LevelDebug, "idempotency: rolled back", a.op, slog.Int("status", status))
+}
+
+// resetHeaders puts back the headers set before the handler, for a 503 that
+// replaces the handler's response.
+func (a *txAttempt) resetHeaders() {
+	h := a.w.Header()
+	clear(h)
+	for k, vs := range a.outer {
+		h[k] = vs
+	}
+}
+
+// runHandler runs the handler; if it panics, the attempt is undone before
+// the panic goes on up.
+func (a *txAttempt) runHandler(next http.Handler, cw *captureWriter, r *http.Request) {
 	normal := false
 	defer func() {
 		if !normal {
-			undo(0)
+			a.undo(0)
 		}
 	}()
-	next.ServeHTTP(cw, r2)
+	next.ServeHTTP(cw, r)
 	normal = true
+}
 
+// settle ends the attempt after the handler returned: an unsaved status
+// rolls back, a saved one completes the record in tx and commits, and any
+// failure on the way rolls back and answers 503 in place of the handler's
+// response.
+func (a *txAttempt) settle(cw *captureWriter) {
+	e, ctx, op, rk, epoch, tx := a.e, a.ctx, a.op, a.rk, a.epoch, a.tx
 	status := cw.statusOrOK()
 	if !cw.saves(status) {
-		undo(status)
+		a.undo(status)
 		cw.writeBuffered(status)
 		return
 	}
-	if claimed && !time.Now().Before(leaseEnd) {
+	if a.claimed() && !time.Now().Before(a.leaseEnd) {
 		// The attempt outlived its lease: its transaction is (or is about
 		// to be) rolled back, so nothing of it happened.
-		undo(status)
-		resetHeaders()
-		e.storeError(ctx, w, op, rk, context.DeadlineExceeded, "lease ended in transaction")
+		a.undo(status)
+		a.resetHeaders()
+		e.storeError(ctx, a.w, op, rk, context.DeadlineExceeded, "lease ended in transaction")
 		return
 	}
 	var resp *SavedResponse
@@ -785,28 +820,28 @@ func (e *engine) runInTx(w http.ResponseWriter, r *http.Request, op *operation, 
 			// Another attempt owns the key: its run is the one that counts.
 			e.rollback(ctx, op, tx)
 			e.afterComplete(ctx, op, rk, epoch, status, err)
-			resetHeaders()
-			writeProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter)
+			a.resetHeaders()
+			writeProblem(a.w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "this attempt lost its claim on the key and was rolled back; retry to get the result", storeRetryAfter)
 			return
 		}
-		undo(status)
-		resetHeaders()
-		e.storeError(ctx, w, op, rk, err, "complete in transaction")
+		a.undo(status)
+		a.resetHeaders()
+		e.storeError(ctx, a.w, op, rk, err, "complete in transaction")
 		return
 	}
 	sctx, cancel := e.storeCtx(bg(ctx), op)
 	err = tx.Commit(sctx)
 	cancel()
 	if err != nil {
-		if claimed {
+		if a.claimed() {
 			// Nothing was committed, the claim included: roll back in case
 			// the transaction is still open.
-			undo(status)
+			a.undo(status)
 		} else {
 			e.release(ctx, op, rk, epoch, status)
 		}
-		resetHeaders()
-		e.storeError(ctx, w, op, rk, err, "commit")
+		a.resetHeaders()
+		e.storeError(ctx, a.w, op, rk, err, "commit")
 		return
 	}
 	e.afterComplete(ctx, op, rk, epoch, status, nil)

@@ -207,7 +207,7 @@ func (s *Store) claimOn(ctx context.Context, conn *pgxpool.Conn, req idemrt.Clai
 	case "held":
 		return nil, heldElsewhere(ctx, sqlcNew(pgkit.AfterRollback{Conn: conn}), req, claim), nil
 	}
-	// live
+	// "live": the committed record, read with the ROLLBACK.
 	cur, err := sqlcNew(pgkit.AfterRollback{Conn: conn}).Lookup(ctx, sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

@@ -46,31 +46,10 @@ ON DUPLICATE KEY UPDATE
 
 -- name: Lookup :one
 -- Lookup reads the record of a key with its liveness, measured on the
--- database's clock, in five columns instead of ten (each column of a
--- result costs its definition on the wire and the driver's parsing of it,
--- on every execution): live packs
--- state, expiry, lease and tombstone with the response's status and the
--- fingerprint's version, live = (liveness * 1024 + status) * 16 +
--- fingerprint_version (storekit.Packed reads it), where liveness is
---   >= 0 in progress with a live lease: the milliseconds left of it
---   -1   completed, unexpired, with its response
---   -2   completed, unexpired, a tombstone (no response saved)
---   -3   in progress, unexpired, lease ended: a claim takes it over
---   -4   expired or released: a claim treats it as absent
---   -5   a state, status or fingerprint version that does not fit (never
---        written by the store; an error)
--- Headers and body are empty unless completed. (The fingerprint and the
--- headers stay two columns: sqlc types their CONCAT as a string.)
-SELECT CAST(CASE
-           WHEN state NOT IN (1, 2, 3) OR status NOT BETWEEN 0 AND 1023 OR fingerprint_version NOT BETWEEN 0 AND 15 THEN -5 * 16384
-           ELSE (CASE
-               WHEN expires_at <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) OR state = 3 THEN -4
-               WHEN state = 2 THEN IF(tombstone, -2, -1)
-               WHEN lease_until <= (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) THEN -3
-               ELSE TIMESTAMPDIFF(MICROSECOND, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until) DIV 1000
-           END * 1024 + status) * 16 + fingerprint_version
-       END AS SIGNED) AS live,
-       epoch, fingerprint, headers, body
+-- database's clock.
+SELECT state, epoch, fingerprint, fingerprint_version, status, headers, body, tombstone,
+       expires_at > (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND) AS unexpired,
+       CAST(TIMESTAMPDIFF(MICROSECOND, (UTC_TIMESTAMP() + INTERVAL MICROSECOND(NOW(6)) MICROSECOND), lease_until) AS SIGNED) AS lease_remaining_us
 FROM idempotency_keys
 WHERE scope = sqlc.arg(scope) AND principal = sqlc.arg(principal) AND idem_key = sqlc.arg(idem_key);
 

@@ -218,13 +218,19 @@ func (s *Store) claim(ctx context.Context, req idemrt.ClaimRequest, inTx bool) (
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if err == nil {
-			// Lookup packs the record (see storekit.Packed); the claim below
-			// tags a takeover itself.
-			res, live, _, err := storekit.Packed{Live: cur.Live, Epoch: cur.Epoch, Fingerprint: cur.Fingerprint, Headers: cur.Headers, Body: cur.Body}.Result()
-			if err != nil || live {
-				return nil, res, err
-			}
+		if err == nil && cur.Unexpired && (cur.State == storekit.StateCompleted || (cur.State == storekit.StateInProgress && cur.LeaseRemainingUs > 0)) {
+			res, err := storekit.Record{
+				State:              int64(cur.State),
+				Epoch:              cur.Epoch,
+				Fingerprint:        cur.Fingerprint,
+				FingerprintVersion: int64(cur.FingerprintVersion),
+				LeaseRemaining:     time.Duration(cur.LeaseRemainingUs) * time.Microsecond,
+				Status:             int64(cur.Status),
+				Headers:            cur.Headers,
+				Body:               cur.Body,
+				Tombstone:          cur.Tombstone,
+			}.Result()
+			return nil, res, err
 		}
 		if arg.ClaimToken == nil { // drawn once, when the record is to be claimed (not for a replay)
 			arg.ClaimToken = make([]byte, 16)
