@@ -335,15 +335,23 @@ func (h *heldTurn) release() {
 // busy_timeout on a CPU-starved server although it was free many times:
 // the caller, who set the deadline (the wrapper's Options.StoreTimeout, a
 // sweeper's), would rather wait longer than get an error. Without a
-// deadline busy_timeout bounds the write, as it did.
+// deadline busy_timeout bounds the write, as it did. Not for a write in a
+// transaction: there SQLITE_BUSY (a deferred transaction's stale snapshot)
+// lasts until the transaction ends. The millisecond between runs keeps an
+// SQLITE_BUSY that came without the busy handler's wait from spinning.
 func whileBusy[T any](ctx context.Context, write func() (T, error)) (T, error) {
 	for {
 		v, err := write()
 		if err == nil || !isBusy(err) {
 			return v, err
 		}
-		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
+		if _, ok := ctx.Deadline(); !ok {
 			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(time.Millisecond):
 		}
 	}
 }
@@ -356,12 +364,14 @@ func isBusy(err error) bool {
 
 // Complete saves the result of the attempt holding c.Epoch.
 func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, s.q, c)
+	return completeWith(ctx, s.q, c, true)
 }
 
-func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
+// completeWith saves the completion through q: an autocommit write (see
+// whileBusy), or one in the caller's transaction.
+func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion, autocommit bool) error {
 	return storekit.Complete(c, func(cp storekit.Completion) (int64, error) {
-		return whileBusy(ctx, func() (int64, error) {
+		write := func() (int64, error) {
 			return q.Complete(ctx, sqlcCompleteParams{
 				Status:    int64(cp.Status),
 				Headers:   cp.Headers,
@@ -373,7 +383,11 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 				IdemKey:   c.Key,
 				Epoch:     c.Epoch,
 			})
-		})
+		}
+		if autocommit {
+			return whileBusy(ctx, write)
+		}
+		return write()
 	})
 }
 
@@ -446,7 +460,7 @@ func (t *storeTx) ended() {
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, t.q, c)
+	return completeWith(ctx, t.q, c, false)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error {
