@@ -136,7 +136,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil || ok {
 			return live, err
 		}
-		epoch, err := s.q.Acquire(ctx, acquireParams(req))
+		epoch, err := whileBusy(ctx, func() (int64, error) { return s.q.Acquire(ctx, acquireParams(req)) })
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // another attempt claimed the key since the read
 		}
@@ -327,6 +327,35 @@ func (h *heldTurn) release() {
 	}
 }
 
+// whileBusy runs write, one autocommit statement, and runs it again while
+// it fails with SQLITE_BUSY and ctx has a deadline that has not passed. A
+// write that failed with SQLITE_BUSY changed nothing. SQLite's busy handler
+// polls the write lock with sleeps of up to 100 ms, not in turn, so a writer
+// can lose it to other writers (sweepers, other processes) for all of
+// busy_timeout on a CPU-starved server although it was free many times:
+// the caller, who set the deadline (the wrapper's Options.StoreTimeout, a
+// sweeper's), would rather wait longer than get an error. Without a
+// deadline busy_timeout bounds the write, as it did. Not for a write in a
+// transaction: there SQLITE_BUSY (a deferred transaction's stale snapshot)
+// lasts until the transaction ends. The millisecond between runs keeps an
+// SQLITE_BUSY that came without the busy handler's wait from spinning.
+func whileBusy[T any](ctx context.Context, write func() (T, error)) (T, error) {
+	for {
+		v, err := write()
+		if err == nil || !isBusy(err) {
+			return v, err
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 // isBusy reports SQLite's SQLITE_BUSY: the write lock was not free within
 // busy_timeout.
 func isBusy(err error) bool {
@@ -335,22 +364,30 @@ func isBusy(err error) bool {
 
 // Complete saves the result of the attempt holding c.Epoch.
 func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, s.q, c)
+	return completeWith(ctx, s.q, c, true)
 }
 
-func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) error {
+// completeWith saves the completion through q: an autocommit write (see
+// whileBusy), or one in the caller's transaction.
+func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion, autocommit bool) error {
 	return storekit.Complete(c, func(cp storekit.Completion) (int64, error) {
-		return q.Complete(ctx, sqlcCompleteParams{
-			Status:    int64(cp.Status),
-			Headers:   cp.Headers,
-			Body:      cp.Body,
-			Tombstone: cp.Tombstone,
-			TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
-			Scope:     c.Scope,
-			Principal: c.PrincipalHash[:],
-			IdemKey:   c.Key,
-			Epoch:     c.Epoch,
-		})
+		write := func() (int64, error) {
+			return q.Complete(ctx, sqlcCompleteParams{
+				Status:    int64(cp.Status),
+				Headers:   cp.Headers,
+				Body:      cp.Body,
+				Tombstone: cp.Tombstone,
+				TtlMs:     storekit.DurationUnits(c.TTL, time.Millisecond),
+				Scope:     c.Scope,
+				Principal: c.PrincipalHash[:],
+				IdemKey:   c.Key,
+				Epoch:     c.Epoch,
+			})
+		}
+		if autocommit {
+			return whileBusy(ctx, write)
+		}
+		return write()
 	})
 }
 
@@ -359,7 +396,9 @@ func completeWith(ctx context.Context, q *sqlcQueries, c idemrt.Completion) erro
 // out before the release stays fenced out.
 func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) error {
 	return storekit.Release(key, func() (int64, error) {
-		return s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+		return whileBusy(ctx, func() (int64, error) {
+			return s.q.Release(ctx, sqlcReleaseParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key, Epoch: epoch})
+		})
 	})
 }
 
@@ -369,11 +408,16 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // at a time, so sweepers (and claims) take turns: more than one sweeper
 // per database adds nothing.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
-	return storekit.Sweep(ctx, limit, s.retention, s.q.Sweep,
+	return storekit.Sweep(ctx, limit, s.retention,
+		func(ctx context.Context, limit int64) (int64, error) {
+			return whileBusy(ctx, func() (int64, error) { return s.q.Sweep(ctx, limit) })
+		},
 		func(ctx context.Context, limit int64, retention time.Duration) (int64, error) {
-			return s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
-				RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
-				Batch:       limit,
+			return whileBusy(ctx, func() (int64, error) {
+				return s.q.SweepProcessed(ctx, sqlcSweepProcessedParams{
+					RetentionMs: storekit.DurationUnits(retention, time.Millisecond),
+					Batch:       limit,
+				})
 			})
 		})
 }
@@ -416,7 +460,7 @@ func (t *storeTx) ended() {
 func (t *storeTx) Handle() any { return t.tx }
 
 func (t *storeTx) Complete(ctx context.Context, c idemrt.Completion) error {
-	return completeWith(ctx, t.q, c)
+	return completeWith(ctx, t.q, c, false)
 }
 
 func (t *storeTx) Commit(ctx context.Context) error {
