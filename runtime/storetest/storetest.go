@@ -100,6 +100,7 @@ func RunWith(t *testing.T, cfg Config, newStore func(t *testing.T) idemrt.Store)
 		{"CompletedRecordCannotBeReleased", s.releaseCompleted},
 		{"ExpiredCompletedIsAbsent", s.expiredCompleted},
 		{"Tombstone", s.tombstone},
+		{"ReplayReadsBackEveryField", s.replayFields},
 		{"BinaryBodies", s.binaryBodies},
 		{"MultiValuedHeaders", s.multiValuedHeaders},
 		{"PrincipalIsolation", s.principalIsolation},
@@ -498,6 +499,48 @@ func (s *suite) tombstone(t *testing.T, st idemrt.Store) {
 	}
 	if got.Fingerprint != fp("a") {
 		t.Error("tombstone lost its fingerprint")
+	}
+}
+
+// replayFields checks what a claim reads back from records of every kind:
+// the status (across its range), headers, body, fingerprint and fingerprint
+// version of a replay, a tombstone's version, and the lease of an attempt
+// in progress, as a store that packs or computes columns in its read might
+// get one of them wrong.
+func (s *suite) replayFields(t *testing.T, st idemrt.Store) {
+	req := func(version int) idemrt.ClaimRequest {
+		r := claimReq(s.key(t), fp("replay-fields"), longLease, longTTL)
+		r.FingerprintVersion = version
+		return r
+	}
+	claimComplete := func(r idemrt.ClaimRequest, resp *idemrt.SavedResponse) {
+		t.Helper()
+		res := mustClaim(t, st, r)
+		wantState(t, res, idemrt.Acquired)
+		complete(t, st, r.RecordKey, res.Epoch, resp, longTTL)
+	}
+	for _, status := range []int{100, 201, 409, 599, 999, 1023} {
+		r := req(1 + status%15)
+		want := &idemrt.SavedResponse{Status: status, Header: http.Header{"X-A": {"1", "2"}}, Body: []byte("body")}
+		claimComplete(r, want)
+		res := mustClaim(t, st, r)
+		wantState(t, res, idemrt.Completed)
+		if res.FingerprintVersion != r.FingerprintVersion || res.Fingerprint != r.Fingerprint {
+			t.Errorf("status %d: fingerprint version %d, fingerprint %x; want %d, %x", status, res.FingerprintVersion, res.Fingerprint, r.FingerprintVersion, r.Fingerprint)
+		}
+		sameResponse(t, res.Response, want)
+	}
+	tomb := req(15)
+	claimComplete(tomb, nil)
+	if res := mustClaim(t, st, tomb); !res.Tombstone || res.FingerprintVersion != 15 {
+		t.Errorf("tombstone: %+v; want Tombstone with fingerprint version 15", res)
+	}
+	held := req(2)
+	wantState(t, mustClaim(t, st, held), idemrt.Acquired)
+	res := mustClaim(t, st, held)
+	wantState(t, res, idemrt.InProgress)
+	if res.FingerprintVersion != 2 || res.LeaseRemaining <= longLease-10*time.Second || res.LeaseRemaining > longLease {
+		t.Errorf("in progress: fingerprint version %d, lease remaining %v; want 2 and about %v", res.FingerprintVersion, res.LeaseRemaining, longLease)
 	}
 }
 
