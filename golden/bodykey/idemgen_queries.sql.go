@@ -563,19 +563,23 @@ func (q *sqlcQueries) ReleaseEvents(ctx context.Context, eventIds []string) (int
 
 const serverState = `-- name: ServerState :one
 SELECT pg_is_in_recovery() AS in_recovery,
-       current_setting('transaction_read_only') = 'on' AS read_only
+       current_setting('transaction_read_only') = 'on' AS read_only,
+       (to_regprocedure('subscription_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire
 `
 
 type sqlcServerStateRow struct {
 	InRecovery bool
 	ReadOnly   bool
+	HasAcquire bool
 }
 
-// ServerState tells whether the session can write to a primary.
+// ServerState tells whether the session can write to a primary, and
+// whether the schema has the claim's function (idemgen_schema.sql), which
+// a schema applied by an earlier version lacks.
 func (q *sqlcQueries) ServerState(ctx context.Context) (sqlcServerStateRow, error) {
 	row := q.db.QueryRow(ctx, serverState)
 	var i sqlcServerStateRow
-	err := row.Scan(&i.InRecovery, &i.ReadOnly)
+	err := row.Scan(&i.InRecovery, &i.ReadOnly, &i.HasAcquire)
 	return i, err
 }
 

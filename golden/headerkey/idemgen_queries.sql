@@ -204,9 +204,12 @@ VALUES (sqlc.arg(consumer), sqlc.arg(message_id), statement_timestamp())
 ON CONFLICT (consumer, message_id) DO NOTHING;
 
 -- name: ServerState :one
--- ServerState tells whether the session can write to a primary.
+-- ServerState tells whether the session can write to a primary, and
+-- whether the schema has the claim's function (idemgen_schema.sql), which
+-- a schema applied by an earlier version lacks.
 SELECT pg_is_in_recovery() AS in_recovery,
-       current_setting('transaction_read_only') = 'on' AS read_only;
+       current_setting('transaction_read_only') = 'on' AS read_only,
+       (to_regprocedure('idempotency_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire;
 
 -- name: AddEvent :exec
 -- AddEvent writes one outbox event in the caller's transaction.

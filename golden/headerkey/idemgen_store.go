@@ -67,7 +67,9 @@ var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
-// primary. Options: ProcessedRetention.
+// primary; and a schema without the claim's function (one applied by an
+// earlier version), on which every claim would fail. Options:
+// ProcessedRetention.
 func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	st, err := sqlcNew(pool).ServerState(ctx)
 	if err != nil {
@@ -75,6 +77,9 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 	}
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
+	}
+	if !st.HasAcquire {
+		return nil, errors.New("idempotency store: the schema lacks the function idempotency_keys_acquire, which every claim calls: apply this version's idemgen_schema.sql (ApplySchema, or its CREATE OR REPLACE FUNCTION as a migration) before starting the service")
 	}
 	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
 	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
