@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -117,6 +118,32 @@ type HTTPService struct {
 	mux      *http.ServeMux
 	routes   map[string]*routeStats
 	inflight atomic.Int64
+
+	connMu sync.Mutex
+	conns  map[net.Conn]bool // true: reading or serving a request
+	busy   int64
+}
+
+// ConnState is an http.Server's ConnState hook: with it, Stats counts the
+// connections that are reading or serving a request (Busy).
+func (s *HTTPService) ConnState(c net.Conn, state http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.conns == nil {
+		s.conns = map[net.Conn]bool{}
+	}
+	was, now := s.conns[c], state == http.StateNew || state == http.StateActive
+	switch {
+	case now && !was:
+		s.busy++
+	case was && !now:
+		s.busy--
+	}
+	if state == http.StateClosed || state == http.StateHijacked {
+		delete(s.conns, c)
+		return
+	}
+	s.conns[c] = now
 }
 
 // routeStats counts one route's answers.
@@ -153,8 +180,13 @@ type RouteStats struct {
 type ServiceStats struct {
 	// InFlight is how many requests the service is serving, this one
 	// left out.
-	InFlight int64                 `json:"inflight"`
-	Routes   map[string]RouteStats `json:"routes"`
+	InFlight int64 `json:"inflight"`
+	// Busy is how many of the server's connections are reading or serving
+	// a request, this one's included (see ConnState): a request the
+	// server has read but not yet handed to the service counts here and
+	// not in InFlight. Zero unless the server reports to ConnState.
+	Busy   int64                 `json:"busy"`
+	Routes map[string]RouteStats `json:"routes"`
 }
 
 // StatsPath is where an HTTPService answers its ServiceStats.
@@ -425,7 +457,10 @@ func (s *HTTPService) Reset() {
 
 // Stats returns the counts of every route.
 func (s *HTTPService) Stats() ServiceStats {
-	st := ServiceStats{InFlight: s.inflight.Load(), Routes: map[string]RouteStats{}}
+	s.connMu.Lock()
+	busy := s.busy
+	s.connMu.Unlock()
+	st := ServiceStats{InFlight: s.inflight.Load(), Busy: busy, Routes: map[string]RouteStats{}}
 	for path, rs := range s.routes {
 		rs.mu.Lock()
 		statuses := make(map[int]int64, len(rs.statuses))

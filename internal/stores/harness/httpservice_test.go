@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -145,4 +146,45 @@ func TestSavedRowPacking(t *testing.T) {
 	if _, err := unpackSaved(row.Pack()[:40]); err == nil {
 		t.Error("a truncated row unpacked")
 	}
+}
+
+// TestHTTPServiceBusy: a request the server is still reading counts in
+// Busy, not in InFlight, until its answer.
+func TestHTTPServiceBusy(t *testing.T) {
+	svc, err := NewHTTPService(memBackend(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(svc)
+	srv.Config.ConnState = svc.ConnState
+	srv.Start()
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	busy := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			st := svc.Stats()
+			if st.Busy == want && st.InFlight == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("busy %d, in flight %d; want busy %d, none in flight", st.Busy, st.InFlight, want)
+			}
+		}
+	}
+	if _, err := c.Write([]byte("POST /noop HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	busy(1)
+	if _, err := c.Write([]byte("Content-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(make([]byte, 512)); err != nil {
+		t.Fatal(err)
+	}
+	busy(0)
 }
