@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -50,5 +51,41 @@ func TestRouterAnswersAreNotSaved(t *testing.T) {
 		if w := do(mw(fixed), req{key: tc.key, body: `{}`}); w.Code != http.StatusCreated || h.calls.Load() != before+1 {
 			t.Fatalf("%s, after the fix: status %d (replayed %q), handler ran %d times; want 201 from the handler", tc.name, w.Code, w.Header().Get("Idempotent-Replayed"), h.calls.Load()-before)
 		}
+	}
+}
+
+// A wrapper mounted twice on one request's path (a Wrap inside the
+// Middleware, or two Middlewares) over one store: the inner one would find
+// the outer one's claim and answer 409 in-progress to every request, for
+// ever, while clients retry. It answers 500 mounted-twice instead, naming
+// the operation; the outer one saves nothing (500 is not in save), so the
+// key runs once the wiring is fixed. Over two stores both claim, as before.
+func TestMountedTwice(t *testing.T) {
+	st := idemrt.NewMemoryStore()
+	h := &counting{}
+	inner := wrap(t, idemrt.Options{Store: st}, policy(), h)
+	outer := wrap(t, idemrt.Options{Store: st}, policy(), inner)
+	for range 2 {
+		w := wantProblem(t, do(outer, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+		if !strings.Contains(w.Detail, "createOrder") || !strings.Contains(w.Detail, "mounted twice") {
+			t.Errorf("detail %q does not name the operation and the cause", w.Detail)
+		}
+	}
+	if n := h.calls.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+	if w := do(inner, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated {
+		t.Errorf("the same key once the wiring is fixed: %d %s, want 201", w.Code, w.Body)
+	}
+	// Behind a middleware's writer that unwraps (http.ResponseController's
+	// convention), too.
+	rw := wrap(t, idemrt.Options{Store: st}, policy(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(unwrapper{w}, r)
+	}))
+	wantProblem(t, do(rw, req{key: "k2", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	h2 := &counting{}
+	two := wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), h2))
+	if w := do(two, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h2.calls.Load() != 1 {
+		t.Errorf("two wrappers over two stores: %d, %d runs; want 201 and 1", w.Code, h2.calls.Load())
 	}
 }
