@@ -822,6 +822,7 @@ func (a *txAttempt) runHandler(next http.Handler, cw *captureWriter, r *http.Req
 func (a *txAttempt) settle(cw *captureWriter) {
 	e, ctx, op, rk, epoch, tx := a.e, a.ctx, a.op, a.rk, a.epoch, a.tx
 	status := cw.statusOrOK()
+	cw.settled = true // the handler returned: later writes are refused
 	if !cw.saves(status) {
 		a.undo(status)
 		cw.writeBuffered(status)

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,5 +88,40 @@ func TestMountedTwice(t *testing.T) {
 	two := wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), h2))
 	if w := do(two, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h2.calls.Load() != 1 {
 		t.Errorf("two wrappers over two stores: %d, %d runs; want 201 and 1", w.Code, h2.calls.Load())
+	}
+}
+
+// A Write after the handler returned (from a goroutine it left behind)
+// fails with ErrWriteAfterReturn instead of reporting success for bytes
+// that neither the client nor the replay will ever carry.
+func TestWriteAfterReturn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store idemrt.Store
+		p     *idemrt.Policy
+	}{
+		{"buffered", idemrt.NewMemoryStore(), policy()},
+		{"transactional", &txStore{MemoryStore: idemrt.NewMemoryStore()}, txPolicy()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var late http.ResponseWriter
+			h := &counting{fn: func(w http.ResponseWriter, r *http.Request) {
+				late = w
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte("first"))
+			}}
+			srv := wrap(t, idemrt.Options{Store: tc.store}, tc.p, h)
+			first := do(srv, req{key: "k1", body: `{}`})
+			if n, err := late.Write([]byte("late")); n != 0 || !errors.Is(err, idemrt.ErrWriteAfterReturn) {
+				t.Errorf("Write after the handler returned: %d, %v; want 0, ErrWriteAfterReturn", n, err)
+			}
+			if idemrt.DoNotSave(late) {
+				t.Error("DoNotSave after the handler returned: true, want false (too late)")
+			}
+			replay := do(srv, req{key: "k1", body: `{}`})
+			if first.Body.String() != "first" || replay.Body.String() != "first" || replay.Header().Get("Idempotent-Replayed") != "true" {
+				t.Errorf("first %q, replay %q (replayed %q); want both \"first\"", first.Body, replay.Body, replay.Header().Get("Idempotent-Replayed"))
+			}
+		})
 	}
 }
