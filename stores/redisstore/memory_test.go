@@ -490,3 +490,67 @@ func TestPrimaryRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartWithoutPersistenceRefuses: a primary killed and restarted
+// after New without an append-only file comes back empty. The store's
+// re-check sees its run_id change, logs it, and refuses every claim (503
+// with Retry-After, ErrRestartedEmpty) until the node has been up for the
+// longest lease granted, so that a retry of a claim in progress that the
+// restart lost cannot run beside the first attempt; then claims resume.
+// With appendonly yes a restart loses nothing and nothing is refused.
+func TestRestartWithoutPersistenceRefuses(t *testing.T) {
+	for _, aof := range []bool{false, true} {
+		t.Run(fmt.Sprint("appendonly ", aof), func(t *testing.T) {
+			var args []string
+			if aof {
+				args = []string{"--appendonly", "yes", "--appendfsync", "always"}
+			}
+			srv := harness.StartRedis(t, args...)
+			var logs logBuffer
+			st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
+			var counter runCounter
+			h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&counter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
+				t.Fatalf("before the restart: %d", w.Code)
+			}
+			srv.Kill()
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			restarted := time.Now()
+			refused, first201 := 0, time.Duration(0)
+			for time.Since(restarted) < harness.Lease+3*time.Second {
+				w := harness.Do(h, harness.UniqueKey(t, "after"))
+				switch {
+				case w.Code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") != "":
+					refused++
+				case w.Code == http.StatusCreated && refused > 0 || w.Code == http.StatusCreated && aof && time.Since(restarted) > 200*time.Millisecond:
+					first201 = time.Since(restarted)
+				}
+				if first201 > 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if aof {
+				if refused > 0 || strings.Contains(logs.String(), "restarted without persistence") {
+					t.Errorf("with appendonly yes: %d claims refused after the restart; log:\n%s", refused, logs.String())
+				}
+				return
+			}
+			if refused == 0 || first201 == 0 {
+				t.Fatalf("without persistence: %d claims refused, claims resumed after %v; want refusals, then 201s", refused, first201)
+			}
+			if first201 < harness.Lease-500*time.Millisecond {
+				t.Errorf("claims resumed %v after the restart, before the lease (%v) of the claims it lost could end", first201, harness.Lease)
+			}
+			if n := strings.Count(logs.String(), "restarted without persistence"); n != 1 {
+				t.Errorf("the restart was logged %d times, want once:\n%s", n, logs.String())
+			}
+			t.Logf("without persistence: %d claims refused after the restart; claims resumed after %v (lease %v)", refused, first201.Round(time.Millisecond), harness.Lease)
+		})
+	}
+}

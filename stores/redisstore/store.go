@@ -81,13 +81,17 @@ type Options struct {
 	// and not at all when this is set.
 	AllowNoAppendOnly bool
 	// RecheckInterval is how often, after New, the store reads every
-	// node's maxmemory-policy again (DefaultRecheckInterval when zero;
-	// negative: never). While the latest re-check found an evicting policy
-	// (set by CONFIG SET, a managed service's parameter or a failover after
-	// New), Claim refuses every claim with ErrEvictingPolicy (503), and the
-	// store logs it once (Logger); it resumes when a re-check finds
-	// noeviction again. Records evicted before the re-check are lost: the
-	// interval bounds how long a change goes unnoticed.
+	// node's maxmemory-policy and run_id again (DefaultRecheckInterval when
+	// zero; negative: never). While the latest re-check found an evicting
+	// policy (set by CONFIG SET, a managed service's parameter or a
+	// failover after New), Claim refuses every claim with ErrEvictingPolicy
+	// (503), and the store logs it once (Logger); it resumes when a
+	// re-check finds noeviction again. When a node restarted without an
+	// append-only file (its run_id changed), the store logs it and Claim
+	// refuses every claim with ErrRestartedEmpty until the node has been up
+	// for the longest lease the store has granted: the claims in progress
+	// it lost cannot run beside a retry. Records lost before the re-check
+	// are lost: the interval bounds how long a change goes unnoticed.
 	RecheckInterval time.Duration
 	// Logger receives New's warnings and the re-checks' findings (nil:
 	// slog.Default()).
@@ -119,7 +123,7 @@ type Store struct {
 	prefix  string
 	waitN   int
 	waitFor time.Duration
-	// recheck re-reads the servers' maxmemory-policy (recheck.go).
+	// recheck re-reads the servers' maxmemory-policy and run_id (recheck.go).
 	recheck rechecker
 }
 
@@ -177,18 +181,15 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	default:
 		return nil, fmt.Errorf("idempotency store: unsupported Redis client %T (want *redis.Client or *redis.ClusterClient)", client)
 	}
-	s.recheck.every = opts.RecheckInterval
+	s.recheck.every, s.recheck.log = opts.RecheckInterval, log
 	if s.recheck.every == 0 {
 		s.recheck.every = DefaultRecheckInterval
 	}
-	s.recheck.next = time.Now().Add(s.recheck.every)
-	s.recheck.check = s.checkPolicies
-	s.recheck.onRefusal = func(err error, refusing bool) {
-		if refusing {
-			log.Error("idempotency store: refusing every claim (503) until maxmemory-policy is noeviction again", "err", err)
-			return
-		}
-		log.Info("idempotency store: maxmemory-policy is noeviction again; claims resume")
+	if s.recheck.every > 0 {
+		// The baseline the re-checks compare run_ids with.
+		nodes, _ := s.checkNodes(ctx)
+		s.recheck.observe(nodes, time.Now())
+		s.recheck.next = time.Now().Add(s.recheck.every)
 	}
 	return s, nil
 }
@@ -405,7 +406,7 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
-	if err := s.recheck.err(); err != nil {
+	if err := s.recheck.err(req.Lease, s.checkNodes); err != nil {
 		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim refused: %w", err)
 	}
 	key := s.Key(req.RecordKey)
