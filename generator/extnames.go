@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // The extensions idemgen reads are looked for by their exact names, so a
@@ -101,4 +103,117 @@ func (b *builder) checkMisplacedDefaults() {
 			}
 		}
 	}
+}
+
+// strayPlace is an object inside an operation whose extensions idemgen
+// does not read.
+type strayPlace struct {
+	exts  map[string]any
+	keys  []string // from the operation's key
+	where string   // for the message: "responses", "the 200 response"
+}
+
+// reportStray reports the idemgen extensions, exact or misspelt, written
+// on places (found under the keys base) where idemgen does not read them:
+// under an operation's requestBody, responses, a response, a media type, a
+// parameter, a server or a callback, or a path item's parameters or
+// servers. A line indented one step too deep puts x-idempotent there, and
+// the operation would run unprotected without a word. owner names the
+// operation or path item for the message. A place is reported once: a
+// $ref'd response shared by several operations, where it is written.
+func (b *builder) reportStray(places []strayPlace, base []string, owner string) {
+	for _, p := range places {
+		for _, name := range slices.Sorted(maps.Keys(p.exts)) {
+			meant := name
+			if name != extOp && name != extDefaults {
+				meant = misspeltExt(name)
+			}
+			if meant == "" {
+				continue
+			}
+			pos := b.at(append(append(slices.Clip(base), p.keys...), name)...)
+			if b.strayReported[pos] {
+				continue
+			}
+			b.strayReported[pos] = true
+			what := name
+			if meant != name {
+				what += " (did you mean " + meant + "?)"
+			}
+			if meant == extDefaults {
+				b.d.add(pos, "%s under %s of %s is not read: document-wide defaults go at the document root, so %s",
+					what, p.where, owner, ignoredDefaults)
+				continue
+			}
+			b.d.add(pos, "%s under %s of %s is not read: it belongs on an operation (post, put...), beside its operationId; where it is, the operation is left unprotected",
+				what, p.where, owner)
+		}
+	}
+}
+
+// strayPlaces lists the objects inside op that can carry extensions
+// idemgen does not read.
+func strayPlaces(op *openapi3.Operation) []strayPlace {
+	var out []strayPlace
+	add := func(exts map[string]any, where string, keys ...string) {
+		if len(exts) > 0 {
+			out = append(out, strayPlace{exts, keys, where})
+		}
+	}
+	addContent := func(c openapi3.Content, where string, keys ...string) {
+		for _, mt := range slices.Sorted(maps.Keys(c)) {
+			if c[mt] == nil {
+				continue
+			}
+			k := append(slices.Clip(keys), "content", mt)
+			add(c[mt].Extensions, "the "+mt+" content of "+where, k...)
+			if s := c[mt].Schema; s != nil && s.Value != nil {
+				add(s.Value.Extensions, "the "+mt+" schema of "+where, append(k, "schema")...)
+			}
+		}
+	}
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		add(rb.Value.Extensions, "the requestBody", "requestBody")
+		addContent(rb.Value.Content, "the requestBody", "requestBody")
+	}
+	if op.Responses != nil {
+		add(op.Responses.Extensions, "responses", "responses")
+		m := op.Responses.Map()
+		for _, code := range slices.Sorted(maps.Keys(m)) {
+			if m[code] == nil || m[code].Value == nil {
+				continue
+			}
+			where := "the " + code + " response"
+			add(m[code].Value.Extensions, where, "responses", code)
+			addContent(m[code].Value.Content, where, "responses", code)
+		}
+	}
+	var servers openapi3.Servers
+	if op.Servers != nil {
+		servers = *op.Servers
+	}
+	out = append(out, paramServerPlaces(op.Parameters, servers)...)
+	for _, name := range slices.Sorted(maps.Keys(op.Callbacks)) {
+		if cb := op.Callbacks[name]; cb != nil && cb.Value != nil {
+			add(cb.Value.Extensions, "the callback "+name, "callbacks", name)
+		}
+	}
+	return out
+}
+
+// paramServerPlaces lists the parameters and servers of an operation or a
+// path item.
+func paramServerPlaces(params openapi3.Parameters, servers openapi3.Servers) []strayPlace {
+	var out []strayPlace
+	for _, p := range params {
+		if p != nil && p.Value != nil && len(p.Value.Extensions) > 0 {
+			out = append(out, strayPlace{p.Value.Extensions, []string{"parameters"}, "the " + p.Value.In + " parameter " + p.Value.Name})
+		}
+	}
+	for _, s := range servers {
+		if s != nil && len(s.Extensions) > 0 {
+			out = append(out, strayPlace{s.Extensions, []string{"servers"}, "the server " + s.URL})
+		}
+	}
+	return out
 }

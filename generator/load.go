@@ -34,8 +34,11 @@ type builder struct {
 	// refs are every operation of the document (callbacks after their
 	// parent), in the order run found them; annotated are those that
 	// carry (or were given) an annotation.
-	refs      []*opRef
-	annotated map[*opRef]bool
+	refs []*opRef
+	// strayReported holds the positions of the annotations already
+	// reported as written where they are not read (reportStray).
+	strayReported map[Pos]bool
+	annotated     map[*opRef]bool
 	// optOuts are the operations deliberately left unprotected, and
 	// optOutReasons those that say why.
 	optOuts       []*OptOut
@@ -194,7 +197,7 @@ func (b *builder) run() {
 	}
 	b.checkExtNames(b.doc.Extensions, nil, "the document root", extEffect(false))
 	b.checkMisplacedDefaults()
-	b.refs = nil
+	b.refs, b.strayReported = nil, map[Pos]bool{}
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
 		for _, path := range slices.Sorted(maps.Keys(m)) {
@@ -218,6 +221,7 @@ func (b *builder) run() {
 			b.refs = append(b.refs, callbackOps(r)...)
 		}
 	}
+	b.checkInsideOps()
 	byName := map[string]*Operation{}
 	b.annotated = map[*opRef]bool{}
 	b.optionalKeys = map[Pos][]optionalKey{}
@@ -252,6 +256,20 @@ func (b *builder) checkPathItem(item *openapi3.PathItem, keys []string) {
 		}
 	}
 	b.checkExtNames(item.Extensions, keys, "a path item", extEffect(false))
+	b.reportStray(paramServerPlaces(item.Parameters, item.Servers), keys, "the path item "+keys[len(keys)-1])
+}
+
+// checkInsideOps reports the idemgen extensions written inside an
+// operation, or on a callback's path item, where they are not read.
+func (b *builder) checkInsideOps() {
+	items := map[*openapi3.PathItem]bool{}
+	for _, r := range b.refs {
+		if r.kind == InCallbacks && !items[r.item] {
+			items[r.item] = true
+			b.checkPathItem(r.item, r.keys[:len(r.keys)-1])
+		}
+		b.reportStray(strayPlaces(r.op), r.keys, describeRef(r))
+	}
 }
 
 // checkRoutes reports path templates the runtime could not match, and two

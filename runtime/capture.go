@@ -20,6 +20,12 @@ const (
 
 var errTxHijack = errors.New("idempotency: Hijack is not supported in transactional mode")
 
+// ErrWriteAfterReturn is returned by the Write of an idempotent operation's
+// ResponseWriter called after its handler returned (from a goroutine the
+// handler left behind): the response was already saved and sent without
+// those bytes, so they are not taken, rather than taken and lost.
+var ErrWriteAfterReturn = errors.New("idempotency: Write after the handler returned: its response was already saved and sent")
+
 // captureWriter buffers a handler's response so that the result is saved
 // before the client sees it (see docs/contract.md for Flush and Hijack).
 // The handler's headers go straight into the underlying writer's header map.
@@ -83,6 +89,10 @@ func (cw *captureWriter) Write(p []byte) (int, error) {
 	switch cw.mode {
 	case modeHijacked:
 		return 0, http.ErrHijacked
+	case modeBuffer:
+		if cw.settled {
+			return 0, ErrWriteAfterReturn
+		}
 	case modePass:
 		return cw.w.Write(p)
 	case modeStream:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -274,12 +275,41 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	case pass:
 		passThrough(w, r, next, in.bp)
 		return
+	case ref.status == 0 && mountedTwice(w, e, &in):
+		ref = refusal{status: http.StatusInternalServerError, typ: ProblemMountedTwice, detail: "the idempotency middleware of operation " +
+			op.name + " runs inside another one for the same key and store (mounted twice: a Middleware or Wrap inside another); " +
+			"the inner one would find the outer one's claim and answer 409 in-progress to every request; remove one of them"}
 	case ref.status == 0:
 		ref = e.claim(w, r, op, next, &in, &fq)
 	}
 	if ref.status != 0 {
 		ref.write(w)
 	}
+}
+
+// mountedTwice reports whether w is (or wraps) the writer of an attempt
+// that holds the claim in's request would make, on the same store: the
+// middleware is mounted twice on this request's path. Any other writer
+// ends the look at once.
+func mountedTwice(w http.ResponseWriter, e *engine, in *claimInput) bool {
+	for range maxUnwrap {
+		switch x := w.(type) {
+		case *captureWriter:
+			return x.rk == in.req.RecordKey && sameStore(x.e.store, e.store)
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// sameStore reports whether a and b are the same store (false for a store
+// type that cannot be compared).
+func sameStore(a, b Store) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta != nil && ta.Comparable() && a == b
 }
 
 // prepare checks r and computes what claiming its key needs, before
@@ -794,6 +824,7 @@ func (a *txAttempt) runHandler(next http.Handler, cw *captureWriter, r *http.Req
 func (a *txAttempt) settle(cw *captureWriter) {
 	e, ctx, op, rk, epoch, tx := a.e, a.ctx, a.op, a.rk, a.epoch, a.tx
 	status := cw.statusOrOK()
+	cw.settled = true // the handler returned: later writes are refused
 	if !cw.saves(status) {
 		a.undo(status)
 		cw.writeBuffered(status)

@@ -323,3 +323,55 @@ func TestLeftOutNumbersDoNotCount(t *testing.T) {
 		}
 	}
 }
+
+// An include pointer selects what encoding/json gives a struct field
+// tagged with its name: a member whose name equals it only under case
+// folding ("Amount" for /amount, which a Go client without json tags
+// sends). Version 3 hashed it as absent, so a key reused for another
+// amount was answered with the first charge's response instead of 422.
+// A record written by version 3 keeps comparing as version 3 did.
+func TestIncludeReachesFoldedNames(t *testing.T) {
+	include := func(p *idemrt.Policy) { p.FingerprintInclude = []string{"/amount", "/currency"} }
+	t.Run("current", func(t *testing.T) {
+		h := &counting{}
+		srv := wrap(t, idemrt.Options{}, policy(include), h)
+		if w := do(srv, req{key: "k1", body: `{"Amount":500,"currency":"usd"}`}); w.Code != 201 {
+			t.Fatalf("first: %d %s", w.Code, w.Body)
+		}
+		wantProblem(t, do(srv, req{key: "k1", body: `{"Amount":5000,"currency":"usd"}`}), 422, idemrt.ProblemFingerprintMismatch)
+		wantProblem(t, do(srv, req{key: "k1", body: `{"currency":"usd"}`}), 422, idemrt.ProblemFingerprintMismatch)
+		wantProblem(t, do(srv, req{key: "k1", body: `{"amount":500,"currency":"usd"}`}), 422, idemrt.ProblemFingerprintMismatch)
+		if w := do(srv, req{key: "k1", body: `{"currency":"usd", "Amount":500, "note":"x"}`}); w.Header().Get("Idempotent-Replayed") != "true" {
+			t.Errorf("retry with the same included values: %d, want a replay", w.Code)
+		}
+		if n := h.calls.Load(); n != 1 {
+			t.Errorf("handler ran %d times, want 1", n)
+		}
+	})
+	t.Run("version 3 record", func(t *testing.T) {
+		ctx := context.Background()
+		st := idemrt.NewMemoryStore()
+		fp3, err := idemrt.FingerprintAt(3, "POST", "/orders/{id}", []string{"1"}, "application/json", []byte(`{"Amount":500,"currency":"usd"}`), []string{"/amount", "/currency"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rk := idemrt.RecordKey{Scope: "createOrder", Key: "k1"}
+		res, err := st.Claim(ctx, idemrt.ClaimRequest{RecordKey: rk, Fingerprint: fp3, FingerprintVersion: 3, Lease: time.Minute, TTL: time.Hour})
+		if err != nil || res.State != idemrt.Acquired {
+			t.Fatalf("claim: %v %v", res.State, err)
+		}
+		saved := &idemrt.SavedResponse{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"saved":true}`)}
+		if err := st.Complete(ctx, idemrt.Completion{RecordKey: rk, Epoch: res.Epoch, Response: saved, TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		h := &counting{}
+		srv := wrap(t, idemrt.Options{Store: st}, policy(include), h)
+		if w := do(srv, req{key: "k1", body: `{"Amount":500,"currency":"usd"}`}); w.Code != 201 || w.Body.String() != `{"saved":true}` {
+			t.Errorf("retry of the version 3 request: %d %s, want the replay", w.Code, w.Body)
+		}
+		wantProblem(t, do(srv, req{key: "k1", body: `{"amount":7,"currency":"usd"}`}), 422, idemrt.ProblemFingerprintMismatch)
+		if n := h.calls.Load(); n != 0 {
+			t.Errorf("handler ran %d times", n)
+		}
+	})
+}

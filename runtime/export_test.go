@@ -40,6 +40,12 @@ func FingerprintEncoded(method, route string, params []string, contentType strin
 	return fingerprintAt(FingerprintVersion, method, route, params, contentType, contentEncoding, body, include, exclude)
 }
 
+// FingerprintEncodedAt is FingerprintEncoded with the algorithm of
+// another version (3 or later: earlier ones ignore the encoding).
+func FingerprintEncodedAt(version int, method, route string, params []string, contentType string, contentEncoding []string, body []byte, include, exclude []string) ([32]byte, error) {
+	return fingerprintAt(version, method, route, params, contentType, contentEncoding, body, include, exclude)
+}
+
 // FingerprintAt is Fingerprint with the algorithm of another version (1, 2
 // or 3), for tests of records written by earlier versions.
 func FingerprintAt(version int, method, route string, params []string, contentType string, body []byte, include, exclude []string) ([32]byte, error) {

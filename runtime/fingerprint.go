@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idemgen/idemgen/internal/jsonnames"
 	"github.com/idemgen/idemgen/internal/policysyntax"
 )
 
@@ -29,7 +30,13 @@ import (
 // encoding/json's case folding ("amount" and "Amount") is hashed as raw
 // bytes, as one with an exact duplicate is; a request with a
 // Content-Encoding header counts it, and its body as raw bytes.
-const FingerprintVersion = 3
+//
+// Version 4: an include pointer's token reaches a member whose name equals
+// it under encoding/json's case folding, as a struct field does (/amount
+// selects "Amount" when the body has no "amount"), hashed with a mark of
+// its own; version 3 hashed such a value as absent, so that two requests
+// that differ there (the amount a handler charges) shared a fingerprint.
+const FingerprintVersion = 4
 
 // Body kinds, hashed before the body so that a JSON body and a raw body with
 // the same bytes never collide.
@@ -127,10 +134,11 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 	switch res.FingerprintVersion {
 	case FingerprintVersion:
 		return res.Fingerprint != fp
-	case 1, 2:
+	case 1, 2, 3:
 		if res.Fingerprint == fp {
-			// Version 3 hashed the older version's form under its header
-			// (see fingerprint): the same request, no second pass.
+			// The current version hashed the older version's form under
+			// its header (see fingerprint): the same request, no second
+			// pass.
 			return false
 		}
 		c := getCanon()
@@ -144,7 +152,7 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 }
 
 // fingerprint computes the fingerprint of in with the algorithm of version
-// (1, 2 or 3).
+// (1 to 4).
 //
 // Each version hashes what the version before it would whenever the two
 // canonical forms agree (every ordinary request), under that version's
@@ -154,7 +162,9 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 // double, one value per query or form name or values in sorted order), and
 // version 3 hashes version 2's (with version 2's choice of header) when
 // every hashed number is written as its exact canonical text, no object
-// has folded-equal names and there is no Content-Encoding. Where they part
+// has folded-equal names and there is no Content-Encoding, and version 4
+// hashes version 3's (with its choice of header) unless an include token
+// reached a member only by folding. Where they part
 // (where the older version merged requests that differ), it hashes its own
 // form under its own header. Equal fingerprints still mean equal forms of
 // the newest version: the hashed form is always the newest version's, and
@@ -162,7 +172,8 @@ func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, 
 // members), so equal forms get equal fingerprints.
 func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [][]string) [32]byte {
 	c.exact, c.verbNum, c.fold = version >= 2, version >= 3, version >= 3
-	c.v1differs, c.v2differs = false, false
+	c.v1differs, c.v2differs, c.v3differs = false, false, false
+	c.foldPtr = version >= 4
 	hdr := append(c.out[:0], "idemgen-fp\x00"...)
 	verAt := len(hdr)
 	hdr = strconv.AppendInt(hdr, int64(version), 10)
@@ -222,7 +233,9 @@ func (c *canonicalizer) fingerprint(version int, in *fpInput, body []byte, exc [
 		c.out = append(c.out, body...)
 	}
 	switch {
+	case version >= 4 && c.v3differs:
 	case version >= 3 && !same2:
+		c.out[verAt] = '3'
 	case version >= 2 && same:
 		c.out[verAt] = '1'
 	case version >= 3:
@@ -245,11 +258,21 @@ func (c *canonicalizer) includeJSON(body []byte, include []string, inc [][]strin
 	for i, toks := range inc {
 		c.out = appendLenString(c.out, include[i])
 		start, ok := findJSON(body, toks)
+		if !ok && c.foldPtr {
+			// encoding/json gives a struct field the member whose name
+			// folds to its tag's when none has it exactly (at most one
+			// does: the canonicaliser refused folded-equal names).
+			if start, ok = c.findJSONFolded(body, toks); ok {
+				c.v3differs = true
+				c.out = append(c.out, 2)
+			}
+		} else if ok {
+			c.out = append(c.out, 1)
+		}
 		if !ok {
 			c.out = append(c.out, 0)
 			continue
 		}
-		c.out = append(c.out, 1)
 		c.in = body
 		c.depth = 0
 		if _, err := c.value(start, 0, 0); err != nil {
@@ -337,7 +360,26 @@ func mediaKind(ct string) byte {
 
 // findJSON returns the offset of the value that the pointer tokens select
 // in a valid JSON document.
-func findJSON(in []byte, toks []string) (int, bool) {
+func findJSON(in []byte, toks []string) (int, bool) { return findJSONBy(in, toks, nil) }
+
+// findJSONFolded is findJSON with each token matching a member whose name
+// equals it under encoding/json's case folding.
+func (c *canonicalizer) findJSONFolded(in []byte, toks []string) (int, bool) {
+	return findJSONBy(in, toks, c)
+}
+
+// foldEqual reports whether encoding/json folds key and tok alike.
+func (c *canonicalizer) foldEqual(key []byte, tok string) bool {
+	f := jsonnames.AppendFolded(c.fbuf[:0], key)
+	n := len(f)
+	f = jsonnames.AppendFolded(f, []byte(tok))
+	c.fbuf = f
+	return string(f[:n]) == string(f[n:])
+}
+
+// findJSONBy is findJSON, matching names by their folded forms when fold
+// is not nil.
+func findJSONBy(in []byte, toks []string, fold *canonicalizer) (int, bool) {
 	pos := skipWS(in, 0)
 	var kb []byte
 	for _, tok := range toks {
@@ -363,7 +405,7 @@ func findJSON(in []byte, toks []string) (int, bool) {
 				}
 				pos = skipWS(in, end)
 				pos = skipWS(in, pos+1) // ':'
-				if string(key) == tok {
+				if string(key) == tok || (fold != nil && fold.foldEqual(key, tok)) {
 					found = true
 					break
 				}

@@ -123,20 +123,44 @@ func fingerprintPinCasesV3() []fingerprintPin {
 // in-flight retries into 422s, so it needs a new FingerprintVersion, not a
 // new pin.
 func TestFingerprintPinnedV3(t *testing.T) {
-	if idemrt.FingerprintVersion != 3 {
+	checkPins(t, 3, fingerprintPinCasesV3(), fingerprintPinCasesV2())
+}
+
+// fingerprintPinCasesV4 are fingerprints computed by FingerprintVersion 4
+// when it was first released: the version 3 cases again, which keep their
+// version 3 values (version 4 hashes them as version 3 did), and include
+// pointers that reach a member only by encoding/json's case folding.
+func fingerprintPinCasesV4() []fingerprintPin {
+	return append(fingerprintPinCasesV3(),
+		fingerprintPin{name: "include-folded", method: "POST", route: "/x", ct: "application/json",
+			body: []byte(`{"Amount":500,"currency":"usd","Customer":{"EMAIL":"a@b"}}`), include: []string{"/amount", "/currency", "/customer/email"},
+			want: "af32ff805170f00f39db906cbc1a4080f3614377906d7d3807d3b65db44e066a"},
+	)
+}
+
+// TestFingerprintPinnedV4 pins the output bytes of FingerprintVersion 4.
+func TestFingerprintPinnedV4(t *testing.T) {
+	if idemrt.FingerprintVersion != 4 {
 		t.Fatalf("FingerprintVersion %d: add pins for the new version", idemrt.FingerprintVersion)
 	}
-	v2 := map[string]string{}
-	for _, c := range fingerprintPinCasesV2() {
-		v2[c.name] = c.want
+	checkPins(t, 4, fingerprintPinCasesV4(), fingerprintPinCasesV3())
+}
+
+// checkPins compares each case's fingerprint of version with its pin,
+// naming the previous version's pin (prev) in a failure.
+func checkPins(t *testing.T, version int, cases, prev []fingerprintPin) {
+	t.Helper()
+	before := map[string]string{}
+	for _, c := range prev {
+		before[c.name] = c.want
 	}
-	for _, c := range fingerprintPinCasesV3() {
-		fp, err := idemrt.FingerprintEncoded(c.method, c.route, c.params, c.ct, c.ce, c.body, c.include, c.exclude)
+	for _, c := range cases {
+		fp, err := idemrt.FingerprintEncodedAt(version, c.method, c.route, c.params, c.ct, c.ce, c.body, c.include, c.exclude)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if got := hex.EncodeToString(fp[:]); got != c.want {
-			t.Errorf("%s: fingerprint %s, want %s (version 2: %s)", c.name, got, c.want, v2[c.name])
+			t.Errorf("version %d, %s: fingerprint %s, want %s (version %d: %s)", version, c.name, got, c.want, version-1, before[c.name])
 		}
 	}
 }
@@ -160,6 +184,22 @@ func TestFingerprintV3Layout(t *testing.T) {
 		sum := sha256.Sum256([]byte(want))
 		if got := hex.EncodeToString(sum[:]); got != c.want {
 			t.Errorf("%s: layout hashes to %s, pinned %s", c.name, got, c.want)
+		}
+	}
+}
+
+// The version 4 layout of its pin, written out: the tag "4", then the
+// include section ('i'), each pointer length-prefixed, then 2 for a value
+// reached by folding (1 for an exact name), the value, 0xff.
+func TestFingerprintV4Layout(t *testing.T) {
+	want := "idemgen-fp\x004\x04POST\x02/x\x00" + "i" +
+		"\x07/amount" + "\x02" + "500" + "\xff" +
+		"\x09/currency" + "\x01" + `"usd"` + "\xff" +
+		"\x0f/customer/email" + "\x02" + `"a@b"` + "\xff"
+	sum := sha256.Sum256([]byte(want))
+	for _, c := range fingerprintPinCasesV4() {
+		if c.name == "include-folded" && hex.EncodeToString(sum[:]) != c.want {
+			t.Errorf("include-folded: layout hashes to %x, pinned %s", sum, c.want)
 		}
 	}
 }

@@ -60,6 +60,12 @@ type canonicalizer struct {
 	fold  bool
 	folds []foldedName
 	fbuf  []byte
+	// foldPtr (fingerprint version 4) lets an include pointer's token
+	// reach a member whose name equals it only under encoding/json's case
+	// folding (/amount reaches "Amount", as a struct field tagged "amount"
+	// does); v3differs is set when one did, so that version 4's form is
+	// not version 3's.
+	foldPtr, v3differs bool
 	// digits, v1num and ntext are scratch for exact numbers.
 	digits, v1num, ntext []byte
 	// pairs and pbuf hold a decoded query or form (queryform.go).

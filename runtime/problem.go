@@ -20,6 +20,7 @@ const (
 	ProblemInProgress          = ProblemBase + "in-progress"          // 409
 	ProblemResultUnavailable   = ProblemBase + "result-unavailable"   // 409
 	ProblemStoreUnavailable    = ProblemBase + "store-unavailable"    // 503
+	ProblemMountedTwice        = ProblemBase + "mounted-twice"        // 500
 )
 
 // Problem is an RFC 9457 problem details object.
@@ -40,6 +41,7 @@ var problemTitles = map[string]string{
 	ProblemInProgress:          "Request with this idempotency key in progress",
 	ProblemResultUnavailable:   "Result unavailable",
 	ProblemStoreUnavailable:    "Idempotency store unavailable",
+	ProblemMountedTwice:        "Idempotency middleware mounted twice",
 }
 
 // writeProblem writes an RFC 9457 response. retryAfter > 0 adds a

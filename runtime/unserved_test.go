@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -50,5 +52,76 @@ func TestRouterAnswersAreNotSaved(t *testing.T) {
 		if w := do(mw(fixed), req{key: tc.key, body: `{}`}); w.Code != http.StatusCreated || h.calls.Load() != before+1 {
 			t.Fatalf("%s, after the fix: status %d (replayed %q), handler ran %d times; want 201 from the handler", tc.name, w.Code, w.Header().Get("Idempotent-Replayed"), h.calls.Load()-before)
 		}
+	}
+}
+
+// A wrapper mounted twice on one request's path (a Wrap inside the
+// Middleware, or two Middlewares) over one store: the inner one would find
+// the outer one's claim and answer 409 in-progress to every request, for
+// ever, while clients retry. It answers 500 mounted-twice instead, naming
+// the operation; the outer one saves nothing (500 is not in save), so the
+// key runs once the wiring is fixed. Over two stores both claim, as before.
+func TestMountedTwice(t *testing.T) {
+	st := idemrt.NewMemoryStore()
+	h := &counting{}
+	inner := wrap(t, idemrt.Options{Store: st}, policy(), h)
+	outer := wrap(t, idemrt.Options{Store: st}, policy(), inner)
+	for range 2 {
+		w := wantProblem(t, do(outer, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+		if !strings.Contains(w.Detail, "createOrder") || !strings.Contains(w.Detail, "mounted twice") {
+			t.Errorf("detail %q does not name the operation and the cause", w.Detail)
+		}
+	}
+	if n := h.calls.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+	if w := do(inner, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated {
+		t.Errorf("the same key once the wiring is fixed: %d %s, want 201", w.Code, w.Body)
+	}
+	// Behind a middleware's writer that unwraps (http.ResponseController's
+	// convention), too.
+	rw := wrap(t, idemrt.Options{Store: st}, policy(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(unwrapper{w}, r)
+	}))
+	wantProblem(t, do(rw, req{key: "k2", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	h2 := &counting{}
+	two := wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), h2))
+	if w := do(two, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h2.calls.Load() != 1 {
+		t.Errorf("two wrappers over two stores: %d, %d runs; want 201 and 1", w.Code, h2.calls.Load())
+	}
+}
+
+// A Write after the handler returned (from a goroutine it left behind)
+// fails with ErrWriteAfterReturn instead of reporting success for bytes
+// that neither the client nor the replay will ever carry.
+func TestWriteAfterReturn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store idemrt.Store
+		p     *idemrt.Policy
+	}{
+		{"buffered", idemrt.NewMemoryStore(), policy()},
+		{"transactional", &txStore{MemoryStore: idemrt.NewMemoryStore()}, txPolicy()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var late http.ResponseWriter
+			h := &counting{fn: func(w http.ResponseWriter, r *http.Request) {
+				late = w
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte("first"))
+			}}
+			srv := wrap(t, idemrt.Options{Store: tc.store}, tc.p, h)
+			first := do(srv, req{key: "k1", body: `{}`})
+			if n, err := late.Write([]byte("late")); n != 0 || !errors.Is(err, idemrt.ErrWriteAfterReturn) {
+				t.Errorf("Write after the handler returned: %d, %v; want 0, ErrWriteAfterReturn", n, err)
+			}
+			if idemrt.DoNotSave(late) {
+				t.Error("DoNotSave after the handler returned: true, want false (too late)")
+			}
+			replay := do(srv, req{key: "k1", body: `{}`})
+			if first.Body.String() != "first" || replay.Body.String() != "first" || replay.Header().Get("Idempotent-Replayed") != "true" {
+				t.Errorf("first %q, replay %q (replayed %q); want both \"first\"", first.Body, replay.Body, replay.Header().Get("Idempotent-Replayed"))
+			}
+		})
 	}
 }

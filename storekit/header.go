@@ -81,6 +81,24 @@ func DecodeHeader(b []byte) (http.Header, error) {
 	return h, nil
 }
 
+// headerLen returns the length of the encoded header set that b starts
+// with (EncodeHeader's encoding, followed by anything), reading it as
+// DecodeHeader does but keeping nothing; ok is false when b does not start
+// with one, and then DecodeHeader refuses b too.
+func headerLen(b []byte) (n int, ok bool) {
+	if len(b) == 0 || b[0] != headerFormat {
+		return 0, false
+	}
+	d := decoder{b: b[1:]}
+	for names := d.count(); names > 0 && d.err == nil; names-- {
+		d.skip()
+		for values := d.count(); values > 0 && d.err == nil; values-- {
+			d.skip()
+		}
+	}
+	return 1 + d.off, d.err == nil
+}
+
 // decoder reads b from off; s is b as a string, which the strings it
 // returns are cut from.
 type decoder struct {
@@ -101,6 +119,16 @@ func (d *decoder) count() uint64 {
 	}
 	d.off += n
 	return v
+}
+
+// skip passes over one length-prefixed string.
+func (d *decoder) skip() {
+	l := d.count()
+	if d.err != nil || l > uint64(len(d.b)-d.off) {
+		d.err = errBadHeaders
+		return
+	}
+	d.off += int(l)
 }
 
 func (d *decoder) string() string {

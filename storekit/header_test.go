@@ -1,8 +1,10 @@
 package storekit
 
 import (
+	"bytes"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -78,5 +80,58 @@ func TestDecodeHeaderValuesDoNotAlias(t *testing.T) {
 			}
 		}
 		h[name] = want[name]
+	}
+}
+
+// FuzzSplitRecord: SplitRecord finds the end of the encoded headers
+// whatever body follows them (one that looks like headers too), never
+// panics on stored bytes, and always returns the column's bytes in order.
+func FuzzSplitRecord(f *testing.F) {
+	f.Add([]byte(`{"id":"ch_1"}`), []byte{}, "Link", "v1", "v2")
+	f.Add([]byte{}, []byte{1, 1, 4, 'L', 'i', 'n', 'k', 1, 0}, "X", "caf\xe9", "")
+	f.Add(EncodeHeader(http.Header{"A": {"b"}}), []byte{1, 255, 255, 255, 255, 15}, "", "", "")
+	f.Fuzz(func(t *testing.T, body, stored []byte, name, v1, v2 string) {
+		fp, headers, rest := SplitRecord(stored)
+		if got := string(fp) + string(headers) + string(rest); got != string(stored) {
+			t.Fatalf("SplitRecord(%q) = %q, %q, %q", stored, fp, headers, rest)
+		}
+		fingerprint := bytes.Repeat([]byte{7}, 32)
+		h := http.Header{name: {v1, v2}, "Content-Type": {"application/json"}}
+		encoded := EncodeHeader(h)
+		fp, headers, rest = SplitRecord(slices.Concat(fingerprint, encoded, body))
+		if !bytes.Equal(fp, fingerprint) || !bytes.Equal(headers, encoded) || !bytes.Equal(rest, body) {
+			t.Fatalf("SplitRecord(fingerprint || %q || %q) = %q, %q, %q", encoded, body, fp, headers, rest)
+		}
+		if got, err := DecodeHeader(headers); err != nil || !reflect.DeepEqual(got, h) {
+			t.Fatalf("the split headers decode to %q, %v; want %q", got, err, h)
+		}
+	})
+}
+
+// TestSplitRecordWithoutResponse: a record with no saved response (in
+// progress, released, a tombstone) is its fingerprint alone; a remainder
+// that is not encoded headers comes back as the headers, which
+// DecodeHeader refuses, and a short column as the fingerprint.
+func TestSplitRecordWithoutResponse(t *testing.T) {
+	fingerprint := bytes.Repeat([]byte{7}, 32)
+	for _, c := range []struct {
+		name                 string
+		in                   []byte
+		fp, headers, body    []byte
+		headersDecodeToEmpty bool
+	}{
+		{"fingerprint alone", fingerprint, fingerprint, nil, nil, true},
+		{"short", fingerprint[:5], fingerprint[:5], nil, nil, true},
+		{"not headers", slices.Concat(fingerprint, []byte(`{"a":1}`)), fingerprint, []byte(`{"a":1}`), nil, false},
+		{"truncated headers", slices.Concat(fingerprint, EncodeHeader(http.Header{"A": {"b"}})[:4]), fingerprint, EncodeHeader(http.Header{"A": {"b"}})[:4], nil, false},
+	} {
+		fp, headers, body := SplitRecord(c.in)
+		if !bytes.Equal(fp, c.fp) || !bytes.Equal(headers, c.headers) || !bytes.Equal(body, c.body) {
+			t.Errorf("%s: SplitRecord = %q, %q, %q; want %q, %q, %q", c.name, fp, headers, body, c.fp, c.headers, c.body)
+		}
+		h, err := DecodeHeader(headers)
+		if c.headersDecodeToEmpty != (err == nil && len(h) == 0) {
+			t.Errorf("%s: DecodeHeader(%q) = %q, %v", c.name, headers, h, err)
+		}
 	}
 }

@@ -7,11 +7,12 @@ import (
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
-// A packed lookup reads a record in four columns instead of one per field,
-// since every result column costs the driver and database/sql calls and
-// copies: Live, the epoch, the fingerprint and the encoded headers (on
-// SQLite one column, see SplitFingerprint), and the body. Live packs the record's liveness on the database's clock
-// with the saved status and the fingerprint's version:
+// A packed lookup reads a record in a few columns instead of one per
+// field, since every result column costs the driver and database/sql calls
+// and copies: Live, the epoch, the fingerprint, the encoded headers and the
+// body (on SQLite one column, see SplitRecord). Live packs the record's
+// liveness on the database's clock with the saved status and the
+// fingerprint's version:
 //
 //	live = (liveness * 1024 + status) * 16 + fingerprint_version
 //
@@ -79,7 +80,28 @@ func (p Packed) Result() (res idemrt.ClaimResult, live, takeover bool, err error
 // SplitFingerprint splits a column holding the fingerprint followed by the
 // encoded headers; a column shorter than a fingerprint comes back whole as
 // the fingerprint, which Packed.Result then refuses.
+//
+// Deprecated: SQLite's Lookup returns the body in the same column now; see
+// SplitRecord. Kept for the stores generated before it.
 func SplitFingerprint(b []byte) (fingerprint, headers []byte) {
 	n := min(len(b), len(idemrt.ClaimResult{}.Fingerprint))
 	return b[:n], b[n:]
+}
+
+// SplitRecord splits a column holding the fingerprint, the encoded headers
+// and the body (fingerprint || headers || body: one column instead of
+// three), finding the headers' end from their own encoding. A record
+// without a saved response (in progress, released, a tombstone) has empty
+// headers and body. A column shorter than a fingerprint comes back whole
+// as the fingerprint, which Packed.Result then refuses; a remainder that
+// does not start with encoded headers comes back whole as the headers,
+// which DecodeHeader refuses when the record is replayed. The parts share
+// b's array.
+func SplitRecord(b []byte) (fingerprint, headers, body []byte) {
+	f := min(len(b), len(idemrt.ClaimResult{}.Fingerprint))
+	fingerprint, rest := b[:f], b[f:]
+	if n, ok := headerLen(rest); ok {
+		return fingerprint, rest[:n], rest[n:]
+	}
+	return fingerprint, rest, rest[len(rest):]
 }

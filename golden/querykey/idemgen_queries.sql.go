@@ -221,9 +221,9 @@ SELECT CAST((CASE
            WHEN lease_until <= (julianday() - 2440587.5) * 86400000 THEN -3
            ELSE MAX(CAST(lease_until - (julianday() - 2440587.5) * 86400000 AS INTEGER), 0)
        END * 1024 + (status & 1023)) * 16 + (fingerprint_version & 15) AS INTEGER) AS live,
-       epoch, CAST(fingerprint || headers AS BLOB) AS fingerprint_headers, body
+       epoch, CAST(fingerprint || headers || body AS BLOB) AS record
 FROM order_keys
-WHERE scope = ?1 AND principal = ?2 AND idem_key = ?3
+WHERE scope = ? AND principal = ? AND idem_key = ?
 `
 
 type sqlcLookupParams struct {
@@ -233,17 +233,16 @@ type sqlcLookupParams struct {
 }
 
 type sqlcLookupRow struct {
-	Live               int64
-	Epoch              int64
-	FingerprintHeaders []byte
-	Body               []byte
+	Live   int64
+	Epoch  int64
+	Record []byte
 }
 
 // Lookup reads the record of a key with its liveness, measured on the
 // database's clock. Reads are cheap in SQLite: a replay costs this one read,
 // and each column of the result costs calls into SQLite, the driver and
 // database/sql (a column name, its declared type, its value, a copy), so
-// the record comes back in four columns. live packs state, expiry, lease and
+// the record comes back in three columns. live packs state, expiry, lease and
 // tombstone with the response's status and the fingerprint's version:
 // live = (liveness * 1024 + status) * 16 + fingerprint_version, where
 // liveness is
@@ -256,18 +255,18 @@ type sqlcLookupRow struct {
 //	-5   a status or fingerprint version that does not fit its bits (never
 //	     written by the store; an error)
 //
-// and fingerprint_headers is the 32-byte fingerprint followed by the
-// encoded headers (empty unless completed). The clock is read once, and
-// only for a record that exists.
+// and record is the 32-byte fingerprint followed by the encoded headers
+// and the body (both empty unless completed; the headers' encoding tells
+// where they end, see storekit.SplitRecord). The clock is read once, and
+// only for a record that exists. The key's parameters are plain ? (sqlc
+// names them after their columns), not sqlc.arg's ?NNN: the driver
+// (modernc.org/sqlite) reads a numbered parameter's name back from SQLite
+// into a Go string and parses it on every execution, and binds a plain ?
+// by its position.
 func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.queryRow(ctx, q.lookupStmt, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i sqlcLookupRow
-	err := row.Scan(
-		&i.Live,
-		&i.Epoch,
-		&i.FingerprintHeaders,
-		&i.Body,
-	)
+	err := row.Scan(&i.Live, &i.Epoch, &i.Record)
 	return i, err
 }
 

@@ -270,14 +270,71 @@ func TestEvictingPolicyRefused(t *testing.T) {
 	}
 }
 
+// TestEvictingPolicyRechecked: a maxmemory-policy changed to an evicting
+// one after New (CONFIG SET, a managed service's parameter) is found by
+// the store's re-check: every claim is then refused (503 with Retry-After,
+// ErrEvictingPolicy, logged once), nothing runs, and claims resume once
+// the policy is noeviction again.
+func TestEvictingPolicyRechecked(t *testing.T) {
+	srv := harness.StartRedis(t)
+	var logs logBuffer
+	st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
+	var counter runCounter
+	h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&counter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
+		t.Fatalf("with noeviction: %d", w.Code)
+	}
+	srv.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+	// until answers the first response with status code to new keys, and
+	// how many requests ran their handler before it.
+	until := func(code int) (ran int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			w := harness.Do(h, harness.UniqueKey(t, "k"))
+			if w.Code == code {
+				if code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+					t.Error("503 without Retry-After")
+				}
+				return ran
+			}
+			ran++
+		}
+		t.Fatalf("no %d within 10s", code)
+		return ran
+	}
+	ran := until(http.StatusServiceUnavailable)
+	_, err = st.Claim(context.Background(), idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "s", Key: "k"}, Lease: time.Second, TTL: time.Minute})
+	if !errors.Is(err, redisstore.ErrEvictingPolicy) || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") {
+		t.Errorf("Claim under allkeys-lru: %v; want ErrEvictingPolicy naming the policy", err)
+	}
+	for range 5 {
+		if w := harness.Do(h, harness.UniqueKey(t, "refused")); w.Code != http.StatusServiceUnavailable {
+			t.Errorf("a new key under allkeys-lru: %d, want 503", w.Code)
+		}
+	}
+	if n := strings.Count(logs.String(), "refusing every claim"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once:\n%s", n, logs.String())
+	}
+	srv.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	until(http.StatusCreated)
+	if !strings.Contains(logs.String(), "claims resume") {
+		t.Errorf("the resumption was not logged:\n%s", logs.String())
+	}
+	t.Logf("%d claims granted between CONFIG SET and the refusal (re-check every 20ms)", ran)
+}
+
 // TestEvictionRunsTwice is the case the refusal rules out, measured: a
 // server whose policy is changed to volatile-lru after New (New refuses it
-// at start-up), merchant A's 100 completed charges, then merchant B's
-// traffic: 8000 new keys. Evicted records of A run again when A retries.
+// at start-up; the store's re-check is off here), merchant A's 100
+// completed charges, then merchant B's traffic: 8000 new keys. Evicted
+// records of A run again when A retries.
 func TestEvictionRunsTwice(t *testing.T) {
 	srv := harness.StartRedis(t, "--maxmemory", "3mb")
 	dsn := "redis://" + srv.Addr()
-	st, client := newStore(t, dsn, redisstore.Options{})
+	st, client := newStore(t, dsn, redisstore.Options{RecheckInterval: -1})
 	srv.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "volatile-lru")
 	if _, err := redisstore.New(context.Background(), dial(t, dsn), redisstore.Options{Logger: testLogger(t)}); err == nil {
 		t.Fatal("New accepted maxmemory-policy volatile-lru")
@@ -430,6 +487,70 @@ func TestPrimaryRestart(t *testing.T) {
 			if !tc.persist && acked == 0 {
 				t.Errorf("without persistence no acknowledged key ran again: the restart lost nothing, so the test shows nothing")
 			}
+		})
+	}
+}
+
+// TestRestartWithoutPersistenceRefuses: a primary killed and restarted
+// after New without an append-only file comes back empty. The store's
+// re-check sees its run_id change, logs it, and refuses every claim (503
+// with Retry-After, ErrRestartedEmpty) until the node has been up for the
+// longest lease granted, so that a retry of a claim in progress that the
+// restart lost cannot run beside the first attempt; then claims resume.
+// With appendonly yes a restart loses nothing and nothing is refused.
+func TestRestartWithoutPersistenceRefuses(t *testing.T) {
+	for _, aof := range []bool{false, true} {
+		t.Run(fmt.Sprint("appendonly ", aof), func(t *testing.T) {
+			var args []string
+			if aof {
+				args = []string{"--appendonly", "yes", "--appendfsync", "always"}
+			}
+			srv := harness.StartRedis(t, args...)
+			var logs logBuffer
+			st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
+			var counter runCounter
+			h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&counter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
+				t.Fatalf("before the restart: %d", w.Code)
+			}
+			srv.Kill()
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			restarted := time.Now()
+			refused, first201 := 0, time.Duration(0)
+			for time.Since(restarted) < harness.Lease+3*time.Second {
+				w := harness.Do(h, harness.UniqueKey(t, "after"))
+				switch {
+				case w.Code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") != "":
+					refused++
+				case w.Code == http.StatusCreated && refused > 0 || w.Code == http.StatusCreated && aof && time.Since(restarted) > 200*time.Millisecond:
+					first201 = time.Since(restarted)
+				}
+				if first201 > 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if aof {
+				if refused > 0 || strings.Contains(logs.String(), "restarted without persistence") {
+					t.Errorf("with appendonly yes: %d claims refused after the restart; log:\n%s", refused, logs.String())
+				}
+				return
+			}
+			if refused == 0 || first201 == 0 {
+				t.Fatalf("without persistence: %d claims refused, claims resumed after %v; want refusals, then 201s", refused, first201)
+			}
+			if first201 < harness.Lease-500*time.Millisecond {
+				t.Errorf("claims resumed %v after the restart, before the lease (%v) of the claims it lost could end", first201, harness.Lease)
+			}
+			if n := strings.Count(logs.String(), "restarted without persistence"); n != 1 {
+				t.Errorf("the restart was logged %d times, want once:\n%s", n, logs.String())
+			}
+			t.Logf("without persistence: %d claims refused after the restart; claims resumed after %v (lease %v)", refused, first201.Round(time.Millisecond), harness.Lease)
 		})
 	}
 }

@@ -18,7 +18,8 @@
 // Options.WaitReplicas and docs/stores.md for what a failover can forget.
 //
 // New refuses a server that would delete records by itself: any
-// maxmemory-policy but noeviction. When memory is full, a claim is refused
+// maxmemory-policy but noeviction; after New, Claim refuses every claim
+// while a periodic re-check finds one (Options.RecheckInterval). When memory is full, a claim is refused
 // before the handler runs (ErrOutOfMemory: the wrapper answers 503), while
 // completions and releases of claims already granted still run; see
 // scripts.go.
@@ -79,7 +80,21 @@ type Options struct {
 	// primary rejoins as a replica). In plain mode New only warns (Logger),
 	// and not at all when this is set.
 	AllowNoAppendOnly bool
-	// Logger receives New's warnings (nil: slog.Default()).
+	// RecheckInterval is how often, after New, the store reads every
+	// node's maxmemory-policy and run_id again (DefaultRecheckInterval when
+	// zero; negative: never). While the latest re-check found an evicting
+	// policy (set by CONFIG SET, a managed service's parameter or a
+	// failover after New), Claim refuses every claim with ErrEvictingPolicy
+	// (503), and the store logs it once (Logger); it resumes when a
+	// re-check finds noeviction again. When a node restarted without an
+	// append-only file (its run_id changed), the store logs it and Claim
+	// refuses every claim with ErrRestartedEmpty until the node has been up
+	// for the longest lease the store has granted: the claims in progress
+	// it lost cannot run beside a retry. Records lost before the re-check
+	// are lost: the interval bounds how long a change goes unnoticed.
+	RecheckInterval time.Duration
+	// Logger receives New's warnings and the re-checks' findings (nil:
+	// slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -108,6 +123,8 @@ type Store struct {
 	prefix  string
 	waitN   int
 	waitFor time.Duration
+	// recheck re-reads the servers' maxmemory-policy and run_id (recheck.go).
+	recheck rechecker
 }
 
 var _ idemrt.Store = (*Store)(nil)
@@ -163,6 +180,16 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 		}
 	default:
 		return nil, fmt.Errorf("idempotency store: unsupported Redis client %T (want *redis.Client or *redis.ClusterClient)", client)
+	}
+	s.recheck.every, s.recheck.log = opts.RecheckInterval, log
+	if s.recheck.every == 0 {
+		s.recheck.every = DefaultRecheckInterval
+	}
+	if s.recheck.every > 0 {
+		// The baseline the re-checks compare run_ids with.
+		nodes, _ := s.checkNodes(ctx)
+		s.recheck.observe(nodes, time.Now())
+		s.recheck.next = time.Now().Add(s.recheck.every)
 	}
 	return s, nil
 }
@@ -280,10 +307,7 @@ func checkSettings(ctx context.Context, c *redis.Client, opts Options, log *slog
 	case !ok:
 		return fmt.Errorf("idempotency store: checking the Redis server %s: INFO memory reports no maxmemory_policy", addr)
 	case policy != "noeviction":
-		return fmt.Errorf("idempotency store: the Redis %s has maxmemory-policy %s, which deletes keys when memory runs out: "+
-			"every idempotency record has a TTL, so it would delete records, and a key whose record is gone runs its handler again; "+
-			"set maxmemory-policy noeviction (redis.conf, CONFIG SET maxmemory-policy noeviction, or the managed service's parameter); "+
-			"a full Redis then refuses new claims (503) instead", node, policy)
+		return &policyError{node: node, policy: policy}
 	}
 	if opts.WaitReplicas > 0 && primary {
 		n, err := strconv.Atoi(info["connected_slaves"])
@@ -381,6 +405,9 @@ func (s *Store) Key(k idemrt.RecordKey) string {
 func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
+	}
+	if err := s.recheck.err(req.Lease, s.checkNodes); err != nil {
+		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim refused: %w", err)
 	}
 	key := s.Key(req.RecordKey)
 	v, err := s.run(ctx, claimScript, key, func(v any) bool { return replyKind(v) == 1 },

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,6 +32,12 @@ type HTTPBackend struct {
 	InsertIn func(ctx context.Context, tx idemrt.Tx, id string, body []byte) error
 	// Get reads the row id by its primary key.
 	Get func(ctx context.Context, id string) ([]byte, error)
+	// Save writes a saved response under id into the backend's table
+	// "saved (id, v, expires_at)", v one column (see SavedRow.Pack), and
+	// GetSaved reads v back, by its primary key, when it expires after now:
+	// the replay floor's table (floor-replay). Nil leaves that floor out.
+	Save     func(ctx context.Context, id string, v []byte, expires time.Time) error
+	GetSaved func(ctx context.Context, id string, now time.Time) ([]byte, error)
 }
 
 // HTTPFloor is a handler that sends a fixed sequence of statements for a
@@ -85,9 +92,10 @@ type HTTPCase struct {
 // Ratios of the HTTP benchmarks, num/den: a first request (both modes)
 // against the bare INSERT handler, a replay (both modes) against the bare
 // GET and against post-get (the replay's request over a bare handler
-// doing the GET's read: its floor), post-get against the GET (what a POST with a
-// body costs over a GET), and the memory store's replay against a bare
-// POST. Floors add name/insert.
+// doing the GET's read: its floor in round trips), post-get against the
+// GET (what a POST with a body costs over a GET), and the memory store's
+// replay against a bare POST. Floors add name/insert; a backend with the
+// replay floor's table adds replay/floor-replay and floor-replay/get.
 var httpRatios = [][2]string{
 	{"newkey", "insert"}, {"newkey-tx", "insert"}, {"replay", "get"},
 	{"replay", "post-get"}, {"replay-tx", "get"}, {"replay-tx", "post-get"},
@@ -110,6 +118,32 @@ type HTTPService struct {
 	mux      *http.ServeMux
 	routes   map[string]*routeStats
 	inflight atomic.Int64
+
+	connMu sync.Mutex
+	conns  map[net.Conn]bool // true: reading or serving a request
+	busy   int64
+}
+
+// ConnState is an http.Server's ConnState hook: with it, Stats counts the
+// connections that are reading or serving a request (Busy).
+func (s *HTTPService) ConnState(c net.Conn, state http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.conns == nil {
+		s.conns = map[net.Conn]bool{}
+	}
+	was, now := s.conns[c], state == http.StateNew || state == http.StateActive
+	switch {
+	case now && !was:
+		s.busy++
+	case was && !now:
+		s.busy--
+	}
+	if state == http.StateClosed || state == http.StateHijacked {
+		delete(s.conns, c)
+		return
+	}
+	s.conns[c] = now
 }
 
 // routeStats counts one route's answers.
@@ -146,8 +180,13 @@ type RouteStats struct {
 type ServiceStats struct {
 	// InFlight is how many requests the service is serving, this one
 	// left out.
-	InFlight int64                 `json:"inflight"`
-	Routes   map[string]RouteStats `json:"routes"`
+	InFlight int64 `json:"inflight"`
+	// Busy is how many of the server's connections are reading or serving
+	// a request, this one's included (see ConnState): a request the
+	// server has read but not yet handed to the service counts here and
+	// not in InFlight. Zero unless the server reports to ConnState.
+	Busy   int64                 `json:"busy"`
+	Routes map[string]RouteStats `json:"routes"`
 }
 
 // StatsPath is where an HTTPService answers its ServiceStats.
@@ -160,6 +199,8 @@ const StatsPath = "/_load/stats"
 //	POST /tx/charges      the same, transactional: true
 //	GET  /rows/{id}       the bare GET of one row by primary key
 //	POST /post-get        the replay's request over a bare handler doing the GET's read
+//	POST /floor-replay    the replay's request over a bare handler doing what any
+//	                      replay must (hb.Save and hb.GetSaved; see floorReplay)
 //	POST /noop            answers 201, no database
 //	POST /mem/charges     the noop handler through idemrt.Wrap over idemrt.NewMemoryStore()
 //	POST /floor/{name}    each floor, answering 201
@@ -235,6 +276,9 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		w.Write(body)
 	})
 	s.handle(http.MethodPost, "/noop", noop)
+	if hb.Save != nil && hb.GetSaved != nil {
+		s.handle(http.MethodPost, "/floor-replay", floorReplay(hb.GetSaved))
+	}
 	s.Cases = []HTTPCase{
 		{Name: "insert", Method: "POST", Path: "/bare", Key: FreshKey, Status: 201, Runs: true},
 		{Name: "newkey", Method: "POST", Path: "/charges", Key: FreshKey, Status: 201, Runs: true},
@@ -247,6 +291,10 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		{Name: "mem-replay", Method: "POST", Path: "/mem/charges", Key: ReplayKey, Status: 201, Replayed: true},
 	}
 	s.Ratios = append([][2]string(nil), httpRatios...)
+	if hb.Save != nil && hb.GetSaved != nil {
+		s.Cases = append(s.Cases, HTTPCase{Name: "floor-replay", Method: "POST", Path: "/floor-replay", Key: RowKey, Status: 201, Replayed: true, Runs: true})
+		s.Ratios = append(s.Ratios, [2]string{"replay", "floor-replay"}, [2]string{"floor-replay", "get"})
+	}
 	// The floors run right after the first requests they bound, so that
 	// the sides of their ratios over insert run close together.
 	var floorCases []HTTPCase
@@ -373,6 +421,11 @@ func (s *HTTPService) Seed(ctx context.Context) error {
 		if err := s.hb.Insert(ctx, s.RowID(i), httpBody); err != nil {
 			return fmt.Errorf("seed row: %w", err)
 		}
+		if s.hb.Save != nil {
+			if err := s.hb.Save(ctx, s.RowID(i), savedRow.Pack(), time.Now().Add(24*time.Hour)); err != nil {
+				return fmt.Errorf("seed saved row: %w", err)
+			}
+		}
 		for _, path := range []string{"/charges", "/tx/charges", "/mem/charges"} {
 			req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, strings.NewReader(RequestJSON))
 			req.Header.Set("Content-Type", "application/json")
@@ -404,7 +457,10 @@ func (s *HTTPService) Reset() {
 
 // Stats returns the counts of every route.
 func (s *HTTPService) Stats() ServiceStats {
-	st := ServiceStats{InFlight: s.inflight.Load(), Routes: map[string]RouteStats{}}
+	s.connMu.Lock()
+	busy := s.busy
+	s.connMu.Unlock()
+	st := ServiceStats{InFlight: s.inflight.Load(), Busy: busy, Routes: map[string]RouteStats{}}
 	for path, rs := range s.routes {
 		rs.mu.Lock()
 		statuses := make(map[int]int64, len(rs.statuses))

@@ -3,11 +3,13 @@ package harness
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
@@ -16,6 +18,11 @@ import (
 func memBackend() HTTPBackend {
 	var mu sync.Mutex
 	rows := map[string][]byte{}
+	type saved struct {
+		v       []byte
+		expires time.Time
+	}
+	saves := map[string]saved{}
 	return HTTPBackend{
 		Store: idemrt.NewMemoryStore(),
 		Insert: func(_ context.Context, id string, body []byte) error {
@@ -34,6 +41,20 @@ func memBackend() HTTPBackend {
 				return b, nil
 			}
 			return nil, errors.New("no row")
+		},
+		Save: func(_ context.Context, id string, v []byte, expires time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			saves[id] = saved{v, expires}
+			return nil
+		},
+		GetSaved: func(_ context.Context, id string, now time.Time) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s, ok := saves[id]; ok && s.expires.After(now) {
+				return s.v, nil
+			}
+			return nil, errors.New("no saved row")
 		},
 	}
 }
@@ -75,8 +96,10 @@ func TestHTTPServiceCounts(t *testing.T) {
 			t.Errorf("%s: %d requests counted, want %d", c.Name, d.Requests, n)
 		}
 	}
-	if _, ok := cases["store-nontx"]; !ok {
-		t.Error("no store-nontx floor case")
+	for _, name := range []string{"store-nontx", "floor-replay"} {
+		if _, ok := cases[name]; !ok {
+			t.Errorf("no %s floor case", name)
+		}
 	}
 	replay := RouteStats{Requests: 3, Replayed: 3, Statuses: map[int]int64{201: 3}}
 	if err := cases["newkey"].Check(replay, 3, 1); err == nil || !strings.Contains(err.Error(), "want none") {
@@ -102,4 +125,66 @@ func TestHTTPServiceCounts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "status 422") || !strings.Contains(err.Error(), "fingerprint-mismatch") {
 		t.Errorf("a 422 checked as a replay: %v", err)
 	}
+	// The replay floor refuses another body with the same key too: it does
+	// the digest's work, not only the read.
+	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/floor-replay", strings.NewReader(`{"amount":5}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", svc.RowID(0))
+	if err := do(srv.Client(), req, http.StatusUnprocessableEntity); err != nil {
+		t.Errorf("floor-replay with another body: %v", err)
+	}
+}
+
+// TestSavedRowPacking: the replay floor reads back every field it saved,
+// and refuses a row too short for its own Content-Type.
+func TestSavedRowPacking(t *testing.T) {
+	row := SavedRow{Fingerprint: [32]byte{7, 31: 9}, Status: 599, ContentType: "text/plain; charset=utf-8", Body: []byte("ok")}
+	got, err := unpackSaved(row.Pack())
+	if err != nil || got.Fingerprint != row.Fingerprint || got.Status != row.Status || got.ContentType != row.ContentType || string(got.Body) != "ok" {
+		t.Errorf("unpack(pack(%+v)) = %+v, %v", row, got, err)
+	}
+	if _, err := unpackSaved(row.Pack()[:40]); err == nil {
+		t.Error("a truncated row unpacked")
+	}
+}
+
+// TestHTTPServiceBusy: a request the server is still reading counts in
+// Busy, not in InFlight, until its answer.
+func TestHTTPServiceBusy(t *testing.T) {
+	svc, err := NewHTTPService(memBackend(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(svc)
+	srv.Config.ConnState = svc.ConnState
+	srv.Start()
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	busy := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			st := svc.Stats()
+			if st.Busy == want && st.InFlight == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("busy %d, in flight %d; want busy %d, none in flight", st.Busy, st.InFlight, want)
+			}
+		}
+	}
+	if _, err := c.Write([]byte("POST /noop HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	busy(1)
+	if _, err := c.Write([]byte("Content-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(make([]byte, 512)); err != nil {
+		t.Fatal(err)
+	}
+	busy(0)
 }

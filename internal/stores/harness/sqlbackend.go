@@ -93,6 +93,12 @@ func NewSQLHTTPBackend(ctx context.Context, st idemrt.TxStore, conn *sql.DB, txF
 		insert.Close()
 		return HTTPBackend{}, nil, err
 	}
+	save, getSaved, err := prepareSaved(ctx, conn, idType, bodyType)
+	if err != nil {
+		insert.Close()
+		get.Close()
+		return HTTPBackend{}, nil, err
+	}
 	insertIn := func(ctx context.Context, tx *sql.Tx, id string, body []byte) error {
 		_, err := tx.StmtContext(ctx, insert).ExecContext(ctx, id, body)
 		return err
@@ -117,5 +123,29 @@ func NewSQLHTTPBackend(ctx context.Context, st idemrt.TxStore, conn *sql.DB, txF
 			err = get.QueryRowContext(ctx, id).Scan(&body)
 			return body, err
 		},
-	}, func() { insert.Close(); get.Close() }, nil
+		Save: func(ctx context.Context, id string, v []byte, expires time.Time) error {
+			_, err := save.ExecContext(ctx, id, v, expires.UnixMilli())
+			return err
+		},
+		GetSaved: func(ctx context.Context, id string, now time.Time) (v []byte, err error) {
+			err = getSaved.QueryRowContext(ctx, id, now.UnixMilli()).Scan(&v)
+			return v, err
+		},
+	}, func() { insert.Close(); get.Close(); save.Close(); getSaved.Close() }, nil
+}
+
+// prepareSaved creates the replay floor's table "saved" on conn (see
+// HTTPBackend.Save) and prepares its INSERT and its read.
+func prepareSaved(ctx context.Context, conn *sql.DB, idType, bodyType string) (save, get *sql.Stmt, err error) {
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE saved (id "+idType+" PRIMARY KEY, v "+bodyType+" NOT NULL, expires_at BIGINT NOT NULL)"); err != nil {
+		return nil, nil, err
+	}
+	if save, err = conn.PrepareContext(ctx, "INSERT INTO saved (id, v, expires_at) VALUES (?, ?, ?)"); err != nil {
+		return nil, nil, err
+	}
+	if get, err = conn.PrepareContext(ctx, "SELECT v FROM saved WHERE id = ? AND expires_at > ?"); err != nil {
+		save.Close()
+		return nil, nil, err
+	}
+	return save, get, nil
 }

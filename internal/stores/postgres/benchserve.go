@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -29,6 +30,9 @@ const plainInsert = "INSERT INTO plain (id, body) VALUES ($1, $2)"
 // primary-key GET.
 func BenchBackend(ctx context.Context, pool *pgxpool.Pool, st *Store) (harness.HTTPBackend, error) {
 	if _, err := pool.Exec(ctx, "CREATE TABLE plain (id text PRIMARY KEY, body bytea NOT NULL)"); err != nil {
+		return harness.HTTPBackend{}, err
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE saved (id text PRIMARY KEY, v bytea NOT NULL, expires_at bigint NOT NULL)"); err != nil {
 		return harness.HTTPBackend{}, err
 	}
 	return harness.HTTPBackend{
@@ -52,6 +56,14 @@ func BenchBackend(ctx context.Context, pool *pgxpool.Pool, st *Store) (harness.H
 		Get: func(ctx context.Context, id string) (body []byte, err error) {
 			err = pool.QueryRow(ctx, "SELECT body FROM plain WHERE id = $1", id).Scan(&body)
 			return body, err
+		},
+		Save: func(ctx context.Context, id string, v []byte, expires time.Time) error {
+			_, err := pool.Exec(ctx, "INSERT INTO saved (id, v, expires_at) VALUES ($1, $2, $3)", id, v, expires.UnixMilli())
+			return err
+		},
+		GetSaved: func(ctx context.Context, id string, now time.Time) (v []byte, err error) {
+			err = pool.QueryRow(ctx, "SELECT v FROM saved WHERE id = $1 AND expires_at > $2", id, now.UnixMilli()).Scan(&v)
+			return v, err
 		},
 	}, nil
 }

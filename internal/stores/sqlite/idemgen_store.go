@@ -95,7 +95,7 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("idempotency store: reading the database encoding: %w", err)
 	}
 	if encoding != "UTF-8" {
-		// Lookup returns the fingerprint and the headers concatenated, and
+		// Lookup returns the fingerprint, headers and body concatenated, and
 		// SQLite's || drops the last byte of an odd length under UTF-16.
 		return nil, fmt.Errorf("idempotency store: the SQLite database's encoding is %s; the store needs UTF-8 (the default)", encoding)
 	}
@@ -174,8 +174,8 @@ func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.C
 	if err != nil {
 		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
 	}
-	fingerprint, headers := storekit.SplitFingerprint(row.FingerprintHeaders)
-	live, ok, takeover, err = storekit.Packed{Live: row.Live, Epoch: row.Epoch, Fingerprint: fingerprint, Headers: headers, Body: row.Body}.Result()
+	fingerprint, headers, body := storekit.SplitRecord(row.Record)
+	live, ok, takeover, err = storekit.Packed{Live: row.Live, Epoch: row.Epoch, Fingerprint: fingerprint, Headers: headers, Body: body}.Result()
 	return live, ok, takeover, row.Epoch, err
 }
 

@@ -105,6 +105,10 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
+	if err := checkUniqueKeys(ctx, db); err != nil {
+		q.Close()
+		return nil, err
+	}
 	if err := checkFoundRows(ctx, db); err != nil {
 		q.Close()
 		return nil, err
@@ -135,6 +139,68 @@ func checkSQLMode(mode string) error {
 		}
 	}
 	return nil
+}
+
+// uniqueKeys are the columns that a unique index of each table must cover,
+// whole and nothing else: the upserts (ON DUPLICATE KEY UPDATE) find the
+// row of a key through it. Without one (a table created by hand, by a tool
+// that dropped the primary key, or by CREATE TABLE ... AS SELECT), MySQL
+// inserts a second row instead, and concurrent claims of one key all
+// acquire it: the handler runs once per claim. With a prefix index
+// (idem_key(10)), keys that share the prefix are one row.
+var uniqueKeys = []struct {
+	table   string
+	columns []string
+}{
+	{"idempotency_keys", []string{"idem_key", "principal", "scope"}},
+	{"idempotency_keys_processed", []string{"consumer", "message_id"}},
+}
+
+// checkUniqueKeys refuses tables that lack the unique index of uniqueKeys
+// (information_schema.STATISTICS of the session's database).
+func checkUniqueKeys(ctx context.Context, db *sql.DB) error {
+	for _, want := range uniqueKeys {
+		indexes, err := uniqueIndexes(ctx, db, want.table)
+		if err != nil {
+			return fmt.Errorf("idempotency store: checking the indexes of %s: %w", want.table, err)
+		}
+		found := false
+		for _, cols := range indexes {
+			slices.Sort(cols)
+			found = found || slices.Equal(cols, want.columns)
+		}
+		if !found {
+			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s), whole columns: "+
+				"without it the upsert inserts a second row for a key instead of finding the first, and concurrent requests with one key "+
+				"all run their handler; add it (see Schema: PRIMARY KEY (%s))",
+				want.table, strings.Join(want.columns, ", "), strings.Join(want.columns, ", "))
+		}
+	}
+	return nil
+}
+
+// uniqueIndexes returns the columns of each unique index of table, in
+// lower case, a prefix-indexed one marked "(prefix)".
+func uniqueIndexes(ctx context.Context, db *sql.DB, table string) (map[string][]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART IS NULL FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0", table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	indexes := map[string][]string{}
+	for rows.Next() {
+		var index, column string
+		var whole bool
+		if err := rows.Scan(&index, &column, &whole); err != nil {
+			return nil, err
+		}
+		if !whole {
+			column += "(prefix)"
+		}
+		indexes[index] = append(indexes[index], strings.ToLower(column))
+	}
+	return indexes, rows.Err()
 }
 
 // checkFoundRows makes sure that an upsert that changes nothing reports 0

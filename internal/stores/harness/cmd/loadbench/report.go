@@ -11,28 +11,33 @@ import (
 // target is one of issue 25's targets: ratio of dialect at least want (0:
 // reported only), also stated against its floor, the first of floors the
 // run measured: the fewest round trips a design can make with no wrapper,
-// over the same denominator. Reaching 90% of the floor's ratio counts as
-// reaching the target.
+// over the same denominator, and each of also the run measured (a row
+// each). Reaching 90% of the floor's ratio counts as reaching the target.
 type target struct {
 	dialect, num, den string
 	want              float64
-	floors            []string
+	floors, also      []string
 }
 
 var (
 	txFloors     = []string{"floor-tx-batched", "floor-tx", "store-tx"}
 	nontxFloors  = []string{"floor-nontx", "store-nontx"}
 	replayFloors = []string{"post-get"}
-	targets      = []target{
-		{"postgres", "newkey-tx", "insert", 0.40, txFloors},
-		{"postgres", "newkey", "insert", 0.33, nontxFloors},
-		{"postgres", "replay", "get", 0.90, replayFloors},
-		{"sqlite", "newkey-tx", "insert", 0.55, txFloors},
-		{"sqlite", "newkey", "insert", 0, nontxFloors},
-		{"sqlite", "replay", "get", 0.90, replayFloors},
-		{"mysql", "newkey-tx", "insert", 0, txFloors},
-		{"mysql", "newkey", "insert", 0, nontxFloors},
-		{"mysql", "replay", "get", 0, replayFloors},
+	// floor-replay is the replay's floor in work: what any design must do
+	// to answer a retry (the body's digest compared, the saved status,
+	// Content-Type and body read with their expiry), where post-get is its
+	// floor in round trips alone.
+	replayWork = []string{"floor-replay"}
+	targets    = []target{
+		{"postgres", "newkey-tx", "insert", 0.40, txFloors, nil},
+		{"postgres", "newkey", "insert", 0.33, nontxFloors, nil},
+		{"postgres", "replay", "get", 0.90, replayFloors, replayWork},
+		{"sqlite", "newkey-tx", "insert", 0.55, txFloors, nil},
+		{"sqlite", "newkey", "insert", 0, nontxFloors, nil},
+		{"sqlite", "replay", "get", 0.90, replayFloors, replayWork},
+		{"mysql", "newkey-tx", "insert", 0, txFloors, nil},
+		{"mysql", "newkey", "insert", 0, nontxFloors, nil},
+		{"mysql", "replay", "get", 0, replayFloors, replayWork},
 	}
 )
 
@@ -138,29 +143,47 @@ func report(cfg config, r *result) {
 		if xs == nil {
 			continue
 		}
-		m := median(xs)
-		floorName, floorCell, ninety := "none measured", "", ""
-		var fm float64
+		floors := []string{""} // none measured
 		for _, f := range t.floors {
-			if fs := r.ratio(t.dialect, f, t.den); fs != nil {
-				fm = median(fs)
-				floorName, floorCell, ninety = f, spread(fs, "%.2f"), fmt.Sprintf("%.2f", 0.9*fm)
+			if r.ratio(t.dialect, f, t.den) != nil {
+				floors[0] = f
 				break
 			}
 		}
-		want, verdict := "report", ""
-		if t.want > 0 {
-			want = fmt.Sprintf("%.2f", t.want)
-			switch {
-			case m >= t.want:
-				verdict = "met"
-			case fm > 0 && m >= 0.9*fm:
-				verdict = "met (90% of the floor)"
-			default:
-				verdict = "**missed**"
+		for _, f := range t.also {
+			if r.ratio(t.dialect, f, t.den) != nil {
+				floors = append(floors, f)
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s/%s | %s | %s | %s | %s | %s | %s |\n",
-			t.dialect, t.num, t.den, spread(xs, "%.2f"), want, floorName, floorCell, ninety, verdict)
+		for _, f := range floors {
+			fmt.Fprintln(w, r.targetRow(t, xs, f))
+		}
 	}
+}
+
+// targetRow is the row of t, measured xs, against the floor f ("": none
+// measured).
+func (r *result) targetRow(t target, xs []float64, f string) string {
+	m := median(xs)
+	floorName, floorCell, ninety := "none measured", "", ""
+	var fm float64
+	if f != "" {
+		fs := r.ratio(t.dialect, f, t.den)
+		fm = median(fs)
+		floorName, floorCell, ninety = f, spread(fs, "%.2f"), fmt.Sprintf("%.2f", 0.9*fm)
+	}
+	want, verdict := "report", ""
+	if t.want > 0 {
+		want = fmt.Sprintf("%.2f", t.want)
+		switch {
+		case m >= t.want:
+			verdict = "met"
+		case fm > 0 && m >= 0.9*fm:
+			verdict = "met (90% of the floor)"
+		default:
+			verdict = "**missed**"
+		}
+	}
+	return fmt.Sprintf("| %s | %s/%s | %s | %s | %s | %s | %s | %s |",
+		t.dialect, t.num, t.den, spread(xs, "%.2f"), want, floorName, floorCell, ninety, verdict)
 }

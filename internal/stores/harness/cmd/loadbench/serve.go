@@ -108,7 +108,7 @@ func serve(dialect, addr string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux}
+	srv := &http.Server{Handler: mux, ConnState: svc.ConnState}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "%shttp://%s\n", readyLine, ln.Addr())

@@ -1,0 +1,206 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRecheckInterval is how often Claim has every node's settings read
+// again after New when Options.RecheckInterval is zero.
+const DefaultRecheckInterval = 5 * time.Second
+
+// recheckTimeout bounds one re-check of the servers' settings.
+const recheckTimeout = 5 * time.Second
+
+// defaultLease is the lease assumed for claims granted before the restart
+// of a node when this store has granted none yet (the contract's default).
+const defaultLease = 60 * time.Second
+
+// ErrEvictingPolicy is returned (wrapped, naming the node and its policy)
+// by New, and by Claim once a re-check has found it, when a Redis node's
+// maxmemory-policy is not noeviction: every record has a TTL, so the
+// server would delete records when memory runs out, and a key whose record
+// is gone runs its handler again.
+var ErrEvictingPolicy = errors.New("idempotency store: a Redis node's maxmemory-policy evicts keys")
+
+// ErrRestartedEmpty is returned (wrapped, naming the node) by Claim while
+// the leases that a node restarted without an append-only file may have
+// lost could still be running: the claims in progress on it are gone, and
+// a retry of one would run its handler beside the first attempt.
+var ErrRestartedEmpty = errors.New("idempotency store: a Redis node restarted without persistence; refusing claims until the leases it lost have ended")
+
+// policyError is ErrEvictingPolicy for one node.
+type policyError struct{ node, policy string }
+
+func (e *policyError) Error() string {
+	return fmt.Sprintf("idempotency store: the Redis %s has maxmemory-policy %s, which deletes keys when memory runs out: "+
+		"every idempotency record has a TTL, so it would delete records, and a key whose record is gone runs its handler again; "+
+		"set maxmemory-policy noeviction (redis.conf, CONFIG SET maxmemory-policy noeviction, or the managed service's parameter); "+
+		"a full Redis then refuses new claims (503) instead", e.node, e.policy)
+}
+
+func (e *policyError) Unwrap() error { return ErrEvictingPolicy }
+
+// rechecker re-reads, after New, the settings of the server (every node of
+// a cluster, replicas included) that can lose records without an error:
+//   - the maxmemory-policy: New refuses an evicting one, but an operator's
+//     CONFIG SET, a managed service's parameter change or a Sentinel
+//     failover to a server configured otherwise can bring one in later.
+//     While the latest re-check found one, Claim refuses every claim.
+//   - a restart (INFO's run_id changed) of a node without an append-only
+//     file: it came back without its records. The completed ones are lost
+//     (their keys run again); the claims in progress are lost too, and a
+//     retry would run its handler beside the first attempt, so Claim
+//     refuses every claim until the node has been up for the longest lease
+//     this store has granted (defaultLease before any).
+//
+// Each finding is logged once (Options.Logger). Re-checks run in the
+// background, at most one at a time, started by a Claim when one is due,
+// so no claim waits for one.
+type rechecker struct {
+	every    time.Duration // <= 0: never
+	log      *slog.Logger
+	maxLease time.Duration // the longest lease of a claim this store was asked for
+
+	mu      sync.Mutex
+	next    time.Time // when the next re-check is due
+	running bool
+	refusal error // the latest re-check's policy verdict
+	runIDs  map[string]string
+	restart error     // the latest restart without persistence
+	until   time.Time // claims are refused until then for restart
+}
+
+// err returns why claims are refused now (nil: they are not), starting a
+// re-check when one is due. lease is the claim's.
+func (r *rechecker) err(lease time.Duration, check func(context.Context) (map[string]nodeState, error)) error {
+	if r.every <= 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxLease = max(r.maxLease, lease)
+	now := time.Now()
+	if !r.running && !now.Before(r.next) {
+		r.running, r.next = true, now.Add(r.every)
+		go r.run(check)
+	}
+	if r.refusal != nil {
+		return r.refusal
+	}
+	if now.Before(r.until) {
+		return r.restart
+	}
+	return nil
+}
+
+// nodeState is what a re-check reads of one node.
+type nodeState struct {
+	runID   string
+	uptime  time.Duration
+	aof     bool
+	primary bool
+}
+
+// run re-checks once. An error other than an evicting policy (the server
+// did not answer) keeps the previous verdict: the claims' own calls
+// report that.
+func (r *rechecker) run(check func(context.Context) (map[string]nodeState, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
+	defer cancel()
+	nodes, err := check(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = false
+	r.observe(nodes, time.Now())
+	switch {
+	case errors.Is(err, ErrEvictingPolicy):
+		if r.refusal == nil {
+			r.log.Error("idempotency store: refusing every claim (503) until maxmemory-policy is noeviction again", "err", err)
+		}
+		r.refusal = err
+	case err == nil:
+		if r.refusal != nil {
+			r.log.Info("idempotency store: maxmemory-policy is noeviction again; claims resume")
+		}
+		r.refusal = nil
+	}
+}
+
+// observe notes each node's run_id (the first time: the baseline) and, for
+// a node that restarted without an append-only file, refuses claims until
+// it has been up for the longest lease.
+func (r *rechecker) observe(nodes map[string]nodeState, now time.Time) {
+	if r.runIDs == nil {
+		r.runIDs = map[string]string{}
+	}
+	for addr, n := range nodes {
+		prev, seen := r.runIDs[addr]
+		r.runIDs[addr] = n.runID
+		// A replica that restarted resynchronised from its primary: it
+		// lost nothing the cluster acknowledged.
+		if !seen || prev == n.runID || n.aof || !n.primary {
+			continue
+		}
+		lease := r.maxLease
+		if lease <= 0 {
+			lease = defaultLease
+		}
+		// INFO counts the uptime in whole seconds of two truncated
+		// clocks: the node may have been up for up to a second less.
+		until := now.Add(lease - max(n.uptime-time.Second, 0))
+		r.restart = fmt.Errorf("%w: the Redis server %s restarted (its run_id changed) without an append-only file: "+
+			"it came back without the records written since its last RDB snapshot (all of them without one); their keys run again, "+
+			"and claims are refused until the leases it lost have ended (%s after the restart); set appendonly yes", ErrRestartedEmpty, addr, lease)
+		if until.After(r.until) {
+			r.until = until
+		}
+		r.log.Error("idempotency store: a Redis node restarted without persistence; acknowledged records are lost, "+
+			"and every claim is refused (503) until the leases it lost have ended", "addr", addr, "refusing_for", until.Sub(now).Round(time.Millisecond))
+	}
+}
+
+// checkNodes reads the maxmemory-policy, run_id, uptime and persistence
+// of the store's server, or of every node of its cluster.
+func (s *Store) checkNodes(ctx context.Context) (map[string]nodeState, error) {
+	var mu sync.Mutex
+	nodes := map[string]nodeState{}
+	check := func(ctx context.Context, c *redis.Client) error {
+		n, err := checkNode(ctx, c)
+		if n.runID != "" {
+			mu.Lock()
+			nodes[c.Options().Addr] = n
+			mu.Unlock()
+		}
+		return err
+	}
+	if s.cluster != nil {
+		err := s.cluster.ForEachShard(ctx, check)
+		return nodes, err
+	}
+	return nodes, check(ctx, s.single)
+}
+
+// checkNode reads one node's settings (INFO, which works where CONFIG is
+// disabled): a policyError for an evicting maxmemory-policy.
+func checkNode(ctx context.Context, c *redis.Client) (nodeState, error) {
+	text, err := c.Info(ctx, "server", "memory", "persistence", "replication").Result()
+	if err != nil {
+		return nodeState{}, checkError(c.Options().Addr, "INFO", err)
+	}
+	info := parseInfo(text)
+	secs, _ := strconv.ParseInt(info["uptime_in_seconds"], 10, 64)
+	n := nodeState{runID: info["run_id"], uptime: time.Duration(secs) * time.Second, aof: info["aof_enabled"] == "1",
+		primary: info["role"] == "master"}
+	if p := info["maxmemory_policy"]; p != "" && p != "noeviction" {
+		return n, &policyError{node: "server " + c.Options().Addr, policy: p}
+	}
+	return n, nil
+}
