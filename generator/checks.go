@@ -120,7 +120,7 @@ func (b *builder) checkPolicy(r *opRef, o *Operation, m *merged) {
 				// default's fields.
 				pos = m.base
 			}
-			b.checkFields(r, k.fields, pos)
+			b.checkFields(r, k.fields, pos, o.Optional)
 		}
 		if (k.source == KeyHeader || k.source == KeyQuery) && r.kind == InPaths {
 			pos := k.namePos
@@ -238,8 +238,10 @@ func safeMethod(method string) bool {
 	return false
 }
 
-// checkFields reports key.fields paths the JSON request body lacks.
-func (b *builder) checkFields(r *opRef, fields []string, pos Pos) {
+// checkFields reports key.fields paths the JSON request body lacks, and
+// warns about the other body types the operation accepts: no key comes
+// from them (optional: the key is not required).
+func (b *builder) checkFields(r *opRef, fields []string, pos Pos, optional bool) {
 	schemas := jsonBodySchemas(r.op)
 	if len(schemas) == 0 && b.bodyRefCycle(r) {
 		return
@@ -252,6 +254,14 @@ func (b *builder) checkFields(r *opRef, fields []string, pos Pos) {
 		if !anyHasPath(schemas, strings.Split(f, "."), false) {
 			b.d.add(pos, "%s.key.fields: %q is not a property of the request body of %s", extOp, f, describeRef(r))
 		}
+	}
+	if other := nonJSONBodyTypes(r.op); len(other) > 0 {
+		effect := "the middleware answers every such request 400 key-missing"
+		if optional {
+			effect = "every such request runs unprotected (required: false), a retry running the handler again"
+		}
+		b.w.addAs(SeverityWarning, pos, "%s.key.fields: %s also accepts %s request bodies, from which no key can be derived: "+
+			"%s (accept JSON only, or take the key from a header)", extOp, describeRef(r), strings.Join(other, ", "), effect)
 	}
 }
 

@@ -32,6 +32,22 @@ func jsonBodySchemas(op *openapi3.Operation) []*openapi3.Schema {
 	return out
 }
 
+// nonJSONBodyTypes returns the operation's request media types that are
+// not JSON, sorted.
+func nonJSONBodyTypes(op *openapi3.Operation) []string {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	var out []string
+	for mt := range op.RequestBody.Value.Content {
+		if !isJSONMediaType(mt) {
+			out = append(out, mt)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func isJSONMediaType(mt string) bool {
 	t, _, err := mime.ParseMediaType(mt)
 	if err != nil {

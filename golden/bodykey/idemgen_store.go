@@ -17,8 +17,8 @@ import (
 )
 
 // Schema is the DDL of the subscription_keys table, its message-consumer table,
-// its outbox table and the claim's function subscription_keys_acquire
-// (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS or
+// its outbox table and the claims' functions subscription_keys_acquire and
+// subscription_keys_claim_tx (idemgen_schema.sql). Every statement is CREATE ... IF NOT EXISTS or
 // CREATE OR REPLACE, so it can run at every start-up (see ApplySchema) or
 // go into a migration tool.
 //
@@ -67,8 +67,8 @@ var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
-// primary; and a schema without the claim's function (one applied by an
-// earlier version), on which every claim would fail. Options:
+// primary; and a schema without the claims' functions (one applied by an
+// earlier version), on which claims would fail. Options:
 // ProcessedRetention.
 func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	st, err := sqlcNew(pool).ServerState(ctx)
@@ -78,8 +78,13 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
 	}
-	if !st.HasAcquire {
-		return nil, errors.New("idempotency store: the schema lacks the function subscription_keys_acquire, which every claim calls: apply this version's idemgen_schema.sql (ApplySchema, or its CREATE OR REPLACE FUNCTION as a migration) before starting the service")
+	for _, f := range []struct {
+		has  bool
+		name string
+	}{{st.HasAcquire, "subscription_keys_acquire"}, {st.HasClaimTx, "subscription_keys_claim_tx"}} {
+		if !f.has {
+			return nil, errors.New("idempotency store: the schema lacks the function " + f.name + ", which the claims call: apply this version's idemgen_schema.sql (ApplySchema, or its CREATE OR REPLACE FUNCTION statements as a migration) before starting the service")
+		}
 	}
 	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
 	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
@@ -148,8 +153,9 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 // BeginClaim claims req's key inside a new transaction, in which the
 // handler's writes and the completion then commit with the record: one
 // commit per first request, and a rollback (or a crash) leaves no trace, so
-// the key may run again at once. The claim (ClaimTx) goes with the BEGIN,
-// in one round trip, and the handler gets pgx's own transaction: a first
+// the key may run again at once. The claim (ClaimTx, which calls the
+// schema's subscription_keys_claim_tx) goes with the BEGIN, in one round trip,
+// and the handler gets pgx's own transaction: a first
 // request costs three round trips with the handler's one statement (BEGIN
 // with the claim, the statement, the completion with the COMMIT).
 //

@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/jackc/pgx/v5"
@@ -53,8 +54,13 @@ const ClaimTxBegin = "-- name: ClaimTx :one\nBEGIN;\n"
 // BEGIN, in one round trip, and returns it with c's outcome. params builds
 // c's sqlc params struct (whose fields follow c's parameters, $1, $2, ...)
 // with the given tag. Its fields are written into the query as literals (a
-// simple-protocol query takes no parameters): numbers, and text and bytes
-// in hex, so that nothing in them is read as SQL. With pgx's statement
+// simple-protocol query takes no parameters), so that nothing in them is
+// read as SQL: numbers; bytes as a hex bytea literal ('\x...'); text
+// quoted, its quotes doubled, as pgx quotes a simple-protocol argument
+// (pgconn's EscapeString: safe on a session with standard_conforming_strings
+// on and client_encoding UTF8), or, on a session without them or for text
+// that is not valid UTF-8 or holds a NUL byte, spelled in hex and decoded
+// by the server (see literals). With pgx's statement
 // cache (its default QueryExecModeCacheStatement) the query EXECUTEs c
 // prepared on the connection, so that the server reuses its plan; with
 // another mode (the one for pgbouncer's transaction pooling, which keeps
@@ -72,7 +78,8 @@ func BeginClaim(ctx context.Context, conn *pgxpool.Conn, c ClaimTx, params func(
 		return nil, Outcome{}, fmt.Errorf("idempotency store: begin: %w", err)
 	}
 	tag := "idemgen:" + hex.EncodeToString(nonce[:]) + ":"
-	args, err := literals(params(tag))
+	_, escErr := conn.Conn().PgConn().EscapeString("")
+	args, err := literals(params(tag), escErr == nil)
 	if err != nil {
 		return nil, Outcome{}, err
 	}
@@ -149,7 +156,16 @@ func parseOutcome(s string) (Outcome, error) {
 var paramRef = regexp.MustCompile(`\$[0-9]+`)
 
 // literals writes the fields of p, a sqlc params struct, as SQL literals.
-func literals(p any) ([]string, error) {
+// quoted says that the session reads a quoted string as written
+// (standard_conforming_strings on, client_encoding UTF8): text and bytes
+// are then plain quoted constants, which the server takes in as they are;
+// otherwise, and for text that a quoted constant cannot carry (not valid
+// UTF-8, or a NUL byte, which would end the query message), they are
+// spelled in hex and decoded by the server: function calls that it plans
+// and runs on every claim (the hex form everywhere cost the server about
+// an eighth of a transactional first request's work: docs/performance-log.md,
+// "PostgreSQL: the transactional claim's server cost").
+func literals(p any, quoted bool) ([]string, error) {
 	v := reflect.ValueOf(p)
 	if v.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("idempotency store: claim: the claim's parameters are a %T, not a struct", p)
@@ -158,9 +174,9 @@ func literals(p any) ([]string, error) {
 	for i := range out {
 		switch f := v.Field(i).Interface().(type) {
 		case string:
-			out[i] = textLiteral(f)
+			out[i] = textLiteral(f, quoted)
 		case []byte:
-			out[i] = bytesLiteral(f)
+			out[i] = bytesLiteral(f, quoted)
 		case int64:
 			out[i] = intLiteral(f)
 		case int32:
@@ -174,9 +190,19 @@ func literals(p any) ([]string, error) {
 
 func intLiteral(n int64) string { return "(" + strconv.FormatInt(n, 10) + ")" }
 
-func bytesLiteral(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" }
+func bytesLiteral(b []byte, quoted bool) string {
+	if quoted {
+		return `'\x` + hex.EncodeToString(b) + `'`
+	}
+	return "decode('" + hex.EncodeToString(b) + "', 'hex')"
+}
 
-func textLiteral(s string) string { return "convert_from(" + bytesLiteral([]byte(s)) + ", 'UTF8')" }
+func textLiteral(s string, quoted bool) string {
+	if quoted && utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return "convert_from(" + bytesLiteral([]byte(s), false) + ", 'UTF8')"
+}
 
 // AfterRollback runs a statement after the ROLLBACK of the connection's
 // transaction, in one round trip (a batch), for a sqlc method: only

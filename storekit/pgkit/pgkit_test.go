@@ -15,24 +15,31 @@ func TestLiterals(t *testing.T) {
 		Key     []byte
 		Lease   int64
 		Version int32
+		Odd     string
+		Nul     string
 	}
-	got, err := literals(params{Tag: "a'b", Key: []byte{0, 0xff}, Lease: -5, Version: 2})
-	if err != nil {
-		t.Fatal(err)
+	p := params{Tag: `a'b\`, Key: []byte{0, 0xff}, Lease: -5, Version: 2, Odd: "\xff'", Nul: "a\x00'"}
+	for _, c := range []struct {
+		quoted bool
+		want   []string
+	}{
+		{true, []string{`'a''b\'`, `'\x00ff'`, "(-5)", "(2)",
+			"convert_from(decode('ff27', 'hex'), 'UTF8')", "convert_from(decode('610027', 'hex'), 'UTF8')"}},
+		{false, []string{"convert_from(decode('6127625c', 'hex'), 'UTF8')", "decode('00ff', 'hex')", "(-5)", "(2)",
+			"convert_from(decode('ff27', 'hex'), 'UTF8')", "convert_from(decode('610027', 'hex'), 'UTF8')"}},
+	} {
+		got, err := literals(p, c.quoted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " | ") != strings.Join(c.want, " | ") {
+			t.Errorf("literals(quoted %v) = %q, want %q", c.quoted, got, c.want)
+		}
 	}
-	want := []string{
-		"convert_from(decode('612762', 'hex'), 'UTF8')",
-		"decode('00ff', 'hex')",
-		"(-5)",
-		"(2)",
-	}
-	if strings.Join(got, " | ") != strings.Join(want, " | ") {
-		t.Errorf("literals = %q, want %q", got, want)
-	}
-	if _, err := literals(struct{ F float64 }{1}); err == nil {
+	if _, err := literals(struct{ F float64 }{1}, true); err == nil {
 		t.Error("a float field: no error")
 	}
-	if _, err := literals(42); err == nil {
+	if _, err := literals(42, true); err == nil {
 		t.Error("not a struct: no error")
 	}
 }

@@ -187,39 +187,10 @@ func (q *Queries) ClaimEvents(ctx context.Context, arg ClaimEventsParams) ([]Cla
 }
 
 const claimTx = `-- name: ClaimTx :one
-WITH cur AS (
-    SELECT k.epoch, k.state,
-           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-           (k.expires_at > statement_timestamp())::boolean AS unexpired
-    FROM idemgen_keys k
-    WHERE k.scope = $2::varchar AND k.principal = $3::bytea AND k.idem_key = $4::varchar
-), probe AS (
-    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
-           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
-                ELSE pg_try_advisory_xact_lock($5::bigint) END AS locked,
-           set_config('idle_in_transaction_session_timeout', $6::bigint::text, true) AS idle_timeout
-), ins AS (
-    SELECT CASE WHEN probe.locked THEN
-               idemgen_keys_acquire($2::varchar, $3::bytea, $4::varchar,
-                                    $7::bytea, $8::integer,
-                                    $6::bigint, $9::bigint)
-           END::bigint AS epoch
-    FROM probe
-), outcome AS (
-    SELECT ins.epoch,
-           CASE WHEN probe.live THEN 'live'
-                WHEN NOT probe.locked THEN 'held'
-                WHEN ins.epoch IS NULL THEN 'live'
-                WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
-                ELSE 'acquired ' || ins.epoch
-           END::text AS claim
-    FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
-)
-SELECT outcome.epoch, outcome.claim,
-       set_config('application_name',
-                  left(current_setting('application_name'), greatest(0, 62 - length($1::text || outcome.claim)))
-                  || ' ' || $1::text || outcome.claim, true) AS reported
-FROM outcome
+SELECT idemgen_keys_claim_tx($1::text, $2::varchar, $3::bytea,
+                             $4::varchar, $5::bigint, $6::bigint,
+                             $7::bytea, $8::integer,
+                             $9::bigint)::text AS claim
 `
 
 type ClaimTxParams struct {
@@ -234,35 +205,13 @@ type ClaimTxParams struct {
 	TtlMs              int64
 }
 
-type ClaimTxRow struct {
-	Epoch    pgtype.Int8
-	Claim    string
-	Reported string
-}
-
 // ClaimTx claims a key inside the transaction of a transactional operation
-// (BeginClaim), in the round trip of its BEGIN: the record it inserts or
-// takes over stays uncommitted, invisible to other sessions, until the
-// handler's writes and the completion commit with it. The
-// transaction-scoped advisory lock on a 64-bit hash of the key, tried
-// without waiting, tells a concurrent transactional attempt that the key
-// is held (held: nothing was written) rather than making it wait on the
-// uncommitted row. cur reads the committed record first; when it is live
-// (a replay, a conflict, a reused key), nothing is written and the lock is
-// not tried (live), so that concurrent replays of a key never see each
-// other as holders. Otherwise idemgen_keys_acquire claims the key, as in
-// Claim; no epoch back means another attempt's record became live since
-// the snapshot (live too). The outcome, "acquired <epoch>", "takeover
-// <epoch>", "held" or "live", is returned and also set, for the
-// transaction only, at the end of application_name after tag: pgx's BeginTx returns no rows, but the server reports a change of
-// application_name to the client (a ParameterStatus message) within the
-// same round trip. The server cuts application_name to 63 bytes (it is
-// ASCII already), so only as much of the session's own name is kept as
-// leaves the tag and the outcome whole. The transaction also gets
-// idle_in_transaction_session_timeout = the lease: a client that vanished
-// without closing its connection (a network partition) cannot hold the
-// key past its lease, since the server then ends the session.
-func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (ClaimTxRow, error) {
+// (BeginClaim), in the round trip of its BEGIN, with the schema's
+// idemgen_keys_claim_tx (idemgen_schema.sql), which says what it does:
+// the outcome, "acquired <epoch>", "takeover <epoch>", "held" or "live",
+// comes back at the end of application_name after tag, since pgx's BeginTx
+// returns no rows.
+func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (string, error) {
 	row := q.db.QueryRow(ctx, claimTx,
 		arg.Tag,
 		arg.Scope,
@@ -274,9 +223,9 @@ func (q *Queries) ClaimTx(ctx context.Context, arg ClaimTxParams) (ClaimTxRow, e
 		arg.FingerprintVersion,
 		arg.TtlMs,
 	)
-	var i ClaimTxRow
-	err := row.Scan(&i.Epoch, &i.Claim, &i.Reported)
-	return i, err
+	var claim string
+	err := row.Scan(&claim)
+	return claim, err
 }
 
 const complete = `-- name: Complete :execrows
@@ -564,22 +513,29 @@ func (q *Queries) ReleaseEvents(ctx context.Context, eventIds []string) (int64, 
 const serverState = `-- name: ServerState :one
 SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only,
-       (to_regprocedure('idemgen_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire
+       (to_regprocedure('idemgen_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire,
+       (to_regprocedure('idemgen_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx
 `
 
 type ServerStateRow struct {
 	InRecovery bool
 	ReadOnly   bool
 	HasAcquire bool
+	HasClaimTx bool
 }
 
 // ServerState tells whether the session can write to a primary, and
-// whether the schema has the claim's function (idemgen_schema.sql), which
+// whether the schema has the claims' functions (idemgen_schema.sql), which
 // a schema applied by an earlier version lacks.
 func (q *Queries) ServerState(ctx context.Context) (ServerStateRow, error) {
 	row := q.db.QueryRow(ctx, serverState)
 	var i ServerStateRow
-	err := row.Scan(&i.InRecovery, &i.ReadOnly, &i.HasAcquire)
+	err := row.Scan(
+		&i.InRecovery,
+		&i.ReadOnly,
+		&i.HasAcquire,
+		&i.HasClaimTx,
+	)
 	return i, err
 }
 

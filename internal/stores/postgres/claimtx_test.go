@@ -179,3 +179,47 @@ func TestBeginClaimOneRoundTripPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestBeginClaimKeysAsLiterals: BeginClaim writes the claim's arguments
+// into its query as literals: quoted text on a session that reads quoted
+// strings as written (standard_conforming_strings on), hex decoded by the
+// server otherwise. A scope and keys with quotes, backslashes, SQL and
+// non-ASCII text are stored byte for byte either way: the committed
+// record is found and replayed by the non-transactional Claim, whose
+// arguments are bound parameters, and nothing in them runs as SQL.
+func TestBeginClaimKeysAsLiterals(t *testing.T) {
+	for _, conforming := range []string{"on", "off"} {
+		t.Run("standard_conforming_strings="+conforming, func(t *testing.T) {
+			db := newTestDB(t)
+			pool := db.pool(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["standard_conforming_strings"] = conforming })
+			st, err := NewStore(context.Background(), pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, key := range []idemrt.RecordKey{
+				{Scope: "create'Charge", Key: "o'brien"},
+				{Scope: "createCharge", Key: `back\slash\'`},
+				{Scope: "createCharge", Key: "'); DROP TABLE idempotency_keys; --"},
+				{Scope: "createCharge", Key: "ключ-✓ " + conforming},
+			} {
+				req := idemrt.ClaimRequest{RecordKey: key, Fingerprint: [32]byte{byte(i)}, Lease: 10 * time.Second, TTL: time.Hour}
+				tx, res, err := st.BeginClaim(ctx, req)
+				if err != nil || res.State != idemrt.Acquired {
+					t.Fatalf("%q: BeginClaim: %+v, %v", key.Key, res, err)
+				}
+				resp := &idemrt.SavedResponse{Status: 201, Body: []byte(key.Key)}
+				if err := tx.Complete(ctx, idemrt.Completion{RecordKey: key, Epoch: res.Epoch, Response: resp, TTL: time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+				replay, err := st.Claim(ctx, req)
+				if err != nil || replay.State != idemrt.Completed || replay.Response == nil || string(replay.Response.Body) != key.Key {
+					t.Fatalf("%q: the committed record read with bound parameters: %+v, %v; want Completed with the key as body", key.Key, replay, err)
+				}
+			}
+		})
+	}
+}

@@ -32,19 +32,19 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_sweep_at_idx ON idempotency_keys (sw
 
 -- idempotency_keys_acquire claims a key whose record is absent, expired,
 -- released, or in progress with an ended lease, and returns the epoch it
--- claimed at; NULL when the record is live (nothing is written). The claim
--- statements (Claim, ClaimTx) call it only after their read found no live
--- record, so that a replay, which finds one, runs a plain read: the
--- INSERT's executor start-up (the table's and indexes' locks, ON CONFLICT's
--- set-up) then costs nothing. ON CONFLICT ... DO UPDATE ... WHERE
--- re-checks on the row under its lock (a concurrent claimer is waited for
--- and the condition evaluated on the row it committed), so the caller's
--- read decides nothing on its own. A takeover moves the epoch on by one. A
--- fresh row's epoch is the clock in microseconds, so that a row re-created
--- after Sweep deleted the key's previous one follows every epoch that one
--- handed out (its creation time plus one per claim after). It may be swept
--- lease + ttl from now (see Complete). PL/pgSQL keeps the INSERT's plan
--- for the session.
+-- claimed at; NULL when the record is live (nothing is written). The
+-- claims (the Claim statement, idempotency_keys_claim_tx) call it only after
+-- their read found no live record, so that a replay, which finds one, runs
+-- a plain read: the INSERT's executor start-up (the table's and indexes'
+-- locks, ON CONFLICT's set-up) then costs nothing. ON CONFLICT ... DO
+-- UPDATE ... WHERE re-checks on the row under its lock (a concurrent
+-- claimer is waited for and the condition evaluated on the row it
+-- committed), so the caller's read decides nothing on its own. A takeover
+-- moves the epoch on by one. A fresh row's epoch is the clock in
+-- microseconds, so that a row re-created after Sweep deleted the key's
+-- previous one follows every epoch that one handed out (its creation time
+-- plus one per claim after). It may be swept lease + ttl from now (see
+-- Complete). PL/pgSQL keeps the INSERT's plan for the session.
 CREATE OR REPLACE FUNCTION idempotency_keys_acquire(
     p_scope varchar, p_principal bytea, p_idem_key varchar, p_fingerprint bytea,
     p_fingerprint_version integer, p_lease_ms bigint, p_ttl_ms bigint)
@@ -78,6 +78,98 @@ BEGIN
     WHERE t.expires_at <= statement_timestamp() OR t.state = 3 OR (t.state = 1 AND t.lease_until <= statement_timestamp())
     RETURNING t.epoch INTO claimed;
     RETURN claimed;
+END
+$$;
+
+-- idempotency_keys_claim_tx claims a key inside the transaction of a
+-- transactional operation (the store's BeginClaim sends it with the BEGIN,
+-- in one round trip) and returns the outcome: 'acquired <epoch>',
+-- 'takeover <epoch>', 'held' or 'live'. The record it inserts or takes over
+-- stays uncommitted, invisible to other sessions, until the handler's
+-- writes and the completion commit with it. A transaction-scoped advisory
+-- lock on p_lock_key (a 64-bit hash of the key), tried without waiting,
+-- comes first: every transactional claim of the key takes it before it
+-- writes, so a held lock means another attempt may hold the key (held),
+-- and nothing here waits on another transaction's uncommitted row. With
+-- the lock, a new key is one INSERT (ON CONFLICT DO NOTHING, with the
+-- fresh row of idempotency_keys_acquire): no read first. A key that has a
+-- row is read, and a live record (a replay, a conflict, a reused key) is
+-- left as it is (live); else idempotency_keys_acquire takes it over, and no
+-- epoch back means it became live since the read (live). A claimer that
+-- finds the lock taken reads the committed record: live when it is, so
+-- that concurrent replays of a key, which each take the lock for a
+-- moment, never answer each other as holders; else held. The outcome is
+-- also set, for the transaction only, at the end of application_name
+-- after p_tag: the begin query returns no rows to pgx, but the server
+-- reports a change of application_name to the client (a ParameterStatus
+-- message) within the same round trip. The server cuts application_name
+-- to 63 bytes (it is ASCII already), so only as much of the session's own
+-- name is kept as leaves the tag and the outcome whole. An acquired key's
+-- transaction also gets idle_in_transaction_session_timeout = the lease: a
+-- client that vanished without closing its connection (a network
+-- partition) cannot hold the key past its lease, since the server then
+-- ends the session. One function, not one statement of CTEs: its
+-- statements' plans are kept for the session, and a new key runs the
+-- INSERT alone (docs/performance-log.md, "PostgreSQL: the transactional
+-- claim's server cost").
+CREATE OR REPLACE FUNCTION idempotency_keys_claim_tx(
+    p_tag text, p_scope varchar, p_principal bytea, p_idem_key varchar, p_lock_key bigint,
+    p_lease_ms bigint, p_fingerprint bytea, p_fingerprint_version integer, p_ttl_ms bigint)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    cur record;
+    claimed bigint;
+    outcome text;
+BEGIN
+    IF pg_try_advisory_xact_lock(p_lock_key) THEN
+        INSERT INTO idempotency_keys AS t (
+            scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
+            lease_until, expires_at, sweep_at, status, headers, body, tombstone)
+        VALUES (p_scope, p_principal, p_idem_key, p_fingerprint,
+                p_fingerprint_version, 1, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,
+                statement_timestamp() + p_lease_ms * interval '1 millisecond',
+                statement_timestamp() + p_ttl_ms * interval '1 millisecond',
+                statement_timestamp() + (p_lease_ms + p_ttl_ms) * interval '1 millisecond',
+                0, '\x'::bytea, '\x'::bytea, false)
+        ON CONFLICT (scope, principal, idem_key) DO NOTHING
+        RETURNING t.epoch INTO claimed;
+        IF claimed IS NOT NULL THEN
+            outcome := 'acquired ' || claimed;
+        ELSE
+            SELECT k.epoch, k.state,
+                   k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())) AS live,
+                   k.expires_at > statement_timestamp() AS unexpired
+            INTO cur
+            FROM idempotency_keys k
+            WHERE k.scope = p_scope AND k.principal = p_principal AND k.idem_key = p_idem_key;
+            IF cur.live THEN
+                outcome := 'live';
+            ELSE
+                -- No row (swept since the INSERT saw it) leaves cur's
+                -- fields NULL: a fresh row, acquired.
+                claimed := idempotency_keys_acquire(p_scope, p_principal, p_idem_key, p_fingerprint,
+                                                p_fingerprint_version, p_lease_ms, p_ttl_ms);
+                outcome := CASE WHEN claimed IS NULL THEN 'live'
+                                WHEN cur.unexpired AND cur.state = 1 AND claimed = cur.epoch + 1 THEN 'takeover ' || claimed
+                                ELSE 'acquired ' || claimed END;
+            END IF;
+        END IF;
+        IF outcome <> 'live' THEN
+            PERFORM set_config('idle_in_transaction_session_timeout', p_lease_ms::text, true);
+        END IF;
+    ELSE
+        outcome := CASE WHEN EXISTS (
+            SELECT FROM idempotency_keys k
+            WHERE k.scope = p_scope AND k.principal = p_principal AND k.idem_key = p_idem_key
+              AND k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))
+            THEN 'live' ELSE 'held' END;
+    END IF;
+    PERFORM set_config('application_name',
+                       left(current_setting('application_name'), greatest(0, 62 - length(p_tag || outcome)))
+                       || ' ' || p_tag || outcome, true);
+    RETURN outcome;
 END
 $$;
 

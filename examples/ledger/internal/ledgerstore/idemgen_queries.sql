@@ -45,60 +45,15 @@ LEFT JOIN idempotency_keys k
 
 -- name: ClaimTx :one
 -- ClaimTx claims a key inside the transaction of a transactional operation
--- (BeginClaim), in the round trip of its BEGIN: the record it inserts or
--- takes over stays uncommitted, invisible to other sessions, until the
--- handler's writes and the completion commit with it. The
--- transaction-scoped advisory lock on a 64-bit hash of the key, tried
--- without waiting, tells a concurrent transactional attempt that the key
--- is held (held: nothing was written) rather than making it wait on the
--- uncommitted row. cur reads the committed record first; when it is live
--- (a replay, a conflict, a reused key), nothing is written and the lock is
--- not tried (live), so that concurrent replays of a key never see each
--- other as holders. Otherwise idempotency_keys_acquire claims the key, as in
--- Claim; no epoch back means another attempt's record became live since
--- the snapshot (live too). The outcome, "acquired <epoch>", "takeover
--- <epoch>", "held" or "live", is returned and also set, for the
--- transaction only, at the end of application_name after tag: pgx's BeginTx returns no rows, but the server reports a change of
--- application_name to the client (a ParameterStatus message) within the
--- same round trip. The server cuts application_name to 63 bytes (it is
--- ASCII already), so only as much of the session's own name is kept as
--- leaves the tag and the outcome whole. The transaction also gets
--- idle_in_transaction_session_timeout = the lease: a client that vanished
--- without closing its connection (a network partition) cannot hold the
--- key past its lease, since the server then ends the session.
-WITH cur AS (
-    SELECT k.epoch, k.state,
-           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-           (k.expires_at > statement_timestamp())::boolean AS unexpired
-    FROM idempotency_keys k
-    WHERE k.scope = sqlc.arg(scope)::varchar AND k.principal = sqlc.arg(principal)::bytea AND k.idem_key = sqlc.arg(idem_key)::varchar
-), probe AS (
-    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
-           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
-                ELSE pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) END AS locked,
-           set_config('idle_in_transaction_session_timeout', sqlc.arg(lease_ms)::bigint::text, true) AS idle_timeout
-), ins AS (
-    SELECT CASE WHEN probe.locked THEN
-               idempotency_keys_acquire(sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea, sqlc.arg(idem_key)::varchar,
-                                    sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
-                                    sqlc.arg(lease_ms)::bigint, sqlc.arg(ttl_ms)::bigint)
-           END::bigint AS epoch
-    FROM probe
-), outcome AS (
-    SELECT ins.epoch,
-           CASE WHEN probe.live THEN 'live'
-                WHEN NOT probe.locked THEN 'held'
-                WHEN ins.epoch IS NULL THEN 'live'
-                WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
-                ELSE 'acquired ' || ins.epoch
-           END::text AS claim
-    FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
-)
-SELECT outcome.epoch, outcome.claim,
-       set_config('application_name',
-                  left(current_setting('application_name'), greatest(0, 62 - length(sqlc.arg(tag)::text || outcome.claim)))
-                  || ' ' || sqlc.arg(tag)::text || outcome.claim, true) AS reported
-FROM outcome;
+-- (BeginClaim), in the round trip of its BEGIN, with the schema's
+-- idempotency_keys_claim_tx (idemgen_schema.sql), which says what it does:
+-- the outcome, "acquired <epoch>", "takeover <epoch>", "held" or "live",
+-- comes back at the end of application_name after tag, since pgx's BeginTx
+-- returns no rows.
+SELECT idempotency_keys_claim_tx(sqlc.arg(tag)::text, sqlc.arg(scope)::varchar, sqlc.arg(principal)::bytea,
+                             sqlc.arg(idem_key)::varchar, sqlc.arg(lock_key)::bigint, sqlc.arg(lease_ms)::bigint,
+                             sqlc.arg(fingerprint)::bytea, sqlc.arg(fingerprint_version)::integer,
+                             sqlc.arg(ttl_ms)::bigint)::text AS claim;
 
 -- name: HolderLease :one
 -- HolderLease is the lease left, in milliseconds, of the transactional
@@ -205,11 +160,12 @@ ON CONFLICT (consumer, message_id) DO NOTHING;
 
 -- name: ServerState :one
 -- ServerState tells whether the session can write to a primary, and
--- whether the schema has the claim's function (idemgen_schema.sql), which
+-- whether the schema has the claims' functions (idemgen_schema.sql), which
 -- a schema applied by an earlier version lacks.
 SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only,
-       (to_regprocedure('idempotency_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire;
+       (to_regprocedure('idempotency_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire,
+       (to_regprocedure('idempotency_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx;
 
 -- name: AddEvent :exec
 -- AddEvent writes one outbox event in the caller's transaction.

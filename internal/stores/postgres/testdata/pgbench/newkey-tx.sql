@@ -6,39 +6,10 @@
 \startpipeline
 begin;
 -- name: ClaimTx :one
-WITH cur AS (
-    SELECT k.epoch, k.state,
-           (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-           (k.expires_at > statement_timestamp())::boolean AS unexpired
-    FROM idempotency_keys k
-    WHERE k.scope = 'createCharge'::varchar AND k.principal = '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea AND k.idem_key = (:client_id || '-' || :r)::varchar
-), probe AS (
-    SELECT EXISTS (SELECT FROM cur WHERE cur.live) AS live,
-           CASE WHEN EXISTS (SELECT FROM cur WHERE cur.live) THEN false
-                ELSE pg_try_advisory_xact_lock(:r::bigint) END AS locked,
-           set_config('idle_in_transaction_session_timeout', 60000::bigint::text, true) AS idle_timeout
-), ins AS (
-    SELECT CASE WHEN probe.locked THEN
-               idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar,
-                                    '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
-                                    60000::bigint, 86400000::bigint)
-           END::bigint AS epoch
-    FROM probe
-), outcome AS (
-    SELECT ins.epoch,
-           CASE WHEN probe.live THEN 'live'
-                WHEN NOT probe.locked THEN 'held'
-                WHEN ins.epoch IS NULL THEN 'live'
-                WHEN cur.unexpired AND cur.state = 1 AND ins.epoch = cur.epoch + 1 THEN 'takeover ' || ins.epoch
-                ELSE 'acquired ' || ins.epoch
-           END::text AS claim
-    FROM probe LEFT JOIN cur ON true LEFT JOIN ins ON true
-)
-SELECT outcome.epoch, outcome.claim,
-       set_config('application_name',
-                  left(current_setting('application_name'), greatest(0, 62 - length('idemgen:0000000000000000:'::text || outcome.claim)))
-                  || ' ' || 'idemgen:0000000000000000:'::text || outcome.claim, true) AS reported
-FROM outcome;
+SELECT idempotency_keys_claim_tx('idemgen:0000000000000000:'::text, 'createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea,
+                             (:client_id || '-' || :r)::varchar, :r::bigint, 60000::bigint,
+                             '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
+                             86400000::bigint)::text AS claim;
 \endpipeline
 INSERT INTO plain (id, body) VALUES (gen_random_uuid()::text, '{"id":"ch_1","amount":100,"currency":"eur"}'::bytea);
 \startpipeline
