@@ -61,12 +61,14 @@ func (e *engine) bound(op *operation) time.Duration {
 	return min(DefaultStoreTimeout, op.lease/2)
 }
 
-// storeCtx bounds one store call of op.
-func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, context.CancelFunc) {
+// storeCtx bounds one store call of op: the call's context, and its bound
+// (nil for an unbounded call) to release once the call returned.
+func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, *storeBound) {
 	if d := e.bound(op); d > 0 {
-		return context.WithTimeout(ctx, d)
+		b := newStoreBound(ctx, d)
+		return b, b
 	}
-	return ctx, func() {}
+	return ctx, nil
 }
 
 // beginTx opens op's transaction within the store bound. The bound covers
@@ -131,8 +133,8 @@ func (e *engine) boundBegin(ctx context.Context, op *operation, cancel context.C
 
 // rollback rolls tx back within the store bound.
 func (e *engine) rollback(ctx context.Context, op *operation, tx Tx) {
-	sctx, cancel := e.storeCtx(bg(ctx), op)
-	defer cancel()
+	sctx, bound := e.storeCtx(bg(ctx), op)
+	defer bound.release()
 	_ = tx.Rollback(sctx)
 }
 
@@ -513,9 +515,9 @@ func (e *engine) claimOnce(ctx context.Context, op *operation, req ClaimRequest)
 		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, req)
 		return c, err
 	}
-	sctx, cancel := e.storeCtx(ctx, op)
+	sctx, bound := e.storeCtx(ctx, op)
 	c.res, err = e.store.Claim(sctx, req)
-	cancel()
+	bound.release()
 	return c, err
 }
 
@@ -675,9 +677,9 @@ func (e *engine) complete(ctx context.Context, op *operation, rk RecordKey, epoc
 	}
 	resp, err := e.sealed(rk, epoch, resp)
 	if err == nil {
-		sctx, cancel := e.storeCtx(bg(ctx), op)
+		sctx, bound := e.storeCtx(bg(ctx), op)
 		err = e.store.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-		cancel()
+		bound.release()
 	}
 	e.afterComplete(ctx, op, rk, epoch, status, err)
 }
@@ -695,9 +697,9 @@ func (e *engine) afterComplete(ctx context.Context, op *operation, rk RecordKey,
 }
 
 func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch int64, status int) {
-	sctx, cancel := e.storeCtx(bg(ctx), op)
+	sctx, bound := e.storeCtx(bg(ctx), op)
 	err := e.store.Release(sctx, rk, epoch)
-	cancel()
+	bound.release()
 	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
 	switch {
 	case err == nil:
@@ -843,9 +845,9 @@ func (a *txAttempt) settle(cw *captureWriter) {
 	}
 	resp, err := e.sealed(rk, epoch, resp)
 	if err == nil {
-		sctx, cancel := e.storeCtx(bg(ctx), op)
+		sctx, bound := e.storeCtx(bg(ctx), op)
 		err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-		cancel()
+		bound.release()
 	}
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
@@ -861,9 +863,9 @@ func (a *txAttempt) settle(cw *captureWriter) {
 		e.storeError(ctx, a.w, op, rk, err, "complete in transaction")
 		return
 	}
-	sctx, cancel := e.storeCtx(bg(ctx), op)
+	sctx, bound := e.storeCtx(bg(ctx), op)
 	err = tx.Commit(sctx)
-	cancel()
+	bound.release()
 	if err != nil {
 		if a.claimed() {
 			// Nothing was committed, the claim included: roll back in case
