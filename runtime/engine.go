@@ -291,12 +291,20 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 // mountedTwice reports whether w is (or wraps) the writer of an attempt
 // that holds the claim in's request would make, on the same store: the
 // middleware is mounted twice on this request's path. It is asked only of
-// a key found in progress, so it costs the other requests nothing.
+// a key found in progress, so it costs the other requests nothing. When it
+// is, the outer attempt is declined (DoNotSave): the refusal written
+// through it is not the key's result, even under a save rule that takes
+// 5xx, where it would otherwise be replayed for the whole ttl after the
+// wiring is fixed.
 func mountedTwice(w http.ResponseWriter, e *engine, in *claimInput) bool {
 	for range maxUnwrap {
 		switch x := w.(type) {
 		case *captureWriter:
-			return x.rk == in.req.RecordKey && sameStore(x.e.store, e.store)
+			if x.rk != in.req.RecordKey || !sameStore(x.e.store, e.store) {
+				return false
+			}
+			x.decline()
+			return true
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = x.Unwrap()
 		default:
