@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -92,6 +93,52 @@ func smallHandler() http.Handler {
 func BenchmarkBareHandlerSmall(b *testing.B) { benchBare(b, smallHandler(), smallRequestBody) }
 
 func BenchmarkWrappedReplaySmall(b *testing.B) { benchReplay(b, smallHandler(), smallRequestBody) }
+
+// BenchmarkWrappedReplayBounded is WrappedReplaySmall on a store that the
+// engine bounds (Options.StoreTimeout: it is not a *MemoryStore) and that
+// uses its context as database/sql does on every query, each request with a
+// context of its own under its connection's, as net/http gives it: what the
+// runtime adds to a SQL store's replay, the bound included.
+func BenchmarkWrappedReplayBounded(b *testing.B) {
+	mw, err := idemrt.NewMiddleware(idemrt.Options{Store: sqlLikeStore{idemrt.NewMemoryStore()}}, benchPolicy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := mw(smallHandler())
+	r, body := benchRequest("replayed-key")
+	body.b, r.ContentLength = smallRequestBody, int64(len(smallRequestBody))
+	conn, closeConn := context.WithCancel(context.WithValue(context.Background(), http.LocalAddrContextKey, "127.0.0.1:8080"))
+	defer closeConn()
+	w := &benchWriter{h: http.Header{}}
+	h.ServeHTTP(w, r) // first request: saved
+	b.ReportAllocs()
+	for b.Loop() {
+		body.off = 0
+		w.reset()
+		ctx, cancel := context.WithCancel(conn)
+		h.ServeHTTP(w, r.WithContext(ctx))
+		cancel()
+		if w.code != http.StatusCreated {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+// sqlLikeStore is a MemoryStore that uses the context of a claim as
+// database/sql does with a query's: Done, and a child context for the
+// rows (which database/sql watches in a goroutine of its own).
+type sqlLikeStore struct{ *idemrt.MemoryStore }
+
+func (s sqlLikeStore) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
+	if ctx.Done() != nil {
+		rows, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if err := rows.Err(); err != nil {
+			return idemrt.ClaimResult{}, err
+		}
+	}
+	return s.MemoryStore.Claim(ctx, req)
+}
 
 func benchBare(b *testing.B, h http.Handler, reqBody []byte) {
 	r, body := benchRequest("k")

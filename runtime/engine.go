@@ -61,12 +61,14 @@ func (e *engine) bound(op *operation) time.Duration {
 	return min(DefaultStoreTimeout, op.lease/2)
 }
 
-// storeCtx bounds one store call of op.
-func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, context.CancelFunc) {
+// storeCtx bounds one store call of op: the call's context, and its bound
+// (nil for an unbounded call) to release once the call returned.
+func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, *storeBound) {
 	if d := e.bound(op); d > 0 {
-		return context.WithTimeout(ctx, d)
+		b := newStoreBound(ctx, d)
+		return b, b
 	}
-	return ctx, func() {}
+	return ctx, nil
 }
 
 // beginTx opens op's transaction within the store bound. The bound covers
@@ -131,8 +133,8 @@ func (e *engine) boundBegin(ctx context.Context, op *operation, cancel context.C
 
 // rollback rolls tx back within the store bound.
 func (e *engine) rollback(ctx context.Context, op *operation, tx Tx) {
-	sctx, cancel := e.storeCtx(bg(ctx), op)
-	defer cancel()
+	sctx, bound := e.storeCtx(bg(ctx), op)
+	defer bound.release()
 	_ = tx.Rollback(sctx)
 }
 
@@ -288,12 +290,19 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 // mountedTwice reports whether w is (or wraps) the writer of an attempt
 // that holds the claim in's request would make, on the same store: the
 // middleware is mounted twice on this request's path. Any other writer
-// ends the look at once.
+// ends the look at once. When it is, the outer attempt is declined
+// (DoNotSave): the refusal written through it is not the key's result,
+// even under a save rule that takes 5xx, where it would otherwise be
+// replayed for the whole ttl after the wiring is fixed.
 func mountedTwice(w http.ResponseWriter, e *engine, in *claimInput) bool {
 	for range maxUnwrap {
 		switch x := w.(type) {
 		case *captureWriter:
-			return x.rk == in.req.RecordKey && sameStore(x.e.store, e.store)
+			if x.rk != in.req.RecordKey || !sameStore(x.e.store, e.store) {
+				return false
+			}
+			x.decline()
+			return true
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = x.Unwrap()
 		default:
@@ -512,9 +521,9 @@ func (e *engine) claimOnce(ctx context.Context, op *operation, req ClaimRequest)
 		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, req)
 		return c, err
 	}
-	sctx, cancel := e.storeCtx(ctx, op)
+	sctx, bound := e.storeCtx(ctx, op)
 	c.res, err = e.store.Claim(sctx, req)
-	cancel()
+	bound.release()
 	return c, err
 }
 
@@ -674,9 +683,9 @@ func (e *engine) complete(ctx context.Context, op *operation, rk RecordKey, epoc
 	}
 	resp, err := e.sealed(rk, epoch, resp)
 	if err == nil {
-		sctx, cancel := e.storeCtx(bg(ctx), op)
+		sctx, bound := e.storeCtx(bg(ctx), op)
 		err = e.store.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-		cancel()
+		bound.release()
 	}
 	e.afterComplete(ctx, op, rk, epoch, status, err)
 }
@@ -694,9 +703,9 @@ func (e *engine) afterComplete(ctx context.Context, op *operation, rk RecordKey,
 }
 
 func (e *engine) release(ctx context.Context, op *operation, rk RecordKey, epoch int64, status int) {
-	sctx, cancel := e.storeCtx(bg(ctx), op)
+	sctx, bound := e.storeCtx(bg(ctx), op)
 	err := e.store.Release(sctx, rk, epoch)
-	cancel()
+	bound.release()
 	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: epoch, Status: status, Err: err}
 	switch {
 	case err == nil:
@@ -842,9 +851,9 @@ func (a *txAttempt) settle(cw *captureWriter) {
 	}
 	resp, err := e.sealed(rk, epoch, resp)
 	if err == nil {
-		sctx, cancel := e.storeCtx(bg(ctx), op)
+		sctx, bound := e.storeCtx(bg(ctx), op)
 		err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})
-		cancel()
+		bound.release()
 	}
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
@@ -860,9 +869,9 @@ func (a *txAttempt) settle(cw *captureWriter) {
 		e.storeError(ctx, a.w, op, rk, err, "complete in transaction")
 		return
 	}
-	sctx, cancel := e.storeCtx(bg(ctx), op)
+	sctx, bound := e.storeCtx(bg(ctx), op)
 	err = tx.Commit(sctx)
-	cancel()
+	bound.release()
 	if err != nil {
 		if a.claimed() {
 			// Nothing was committed, the claim included: roll back in case

@@ -41,7 +41,10 @@ type Options struct {
 	// beginning, completing and committing a transaction) with a context
 	// deadline, so that a store that stops answering gets 503
 	// store-unavailable, Retry-After, and no handler run, instead of
-	// holding every request. Zero means DefaultStoreTimeout, or half the
+	// holding every request. A Claim's context ends too when the
+	// request's does (the client went away): its Err reports it at once,
+	// its Done closes at once in a call that has run 5 ms and at the 5 ms
+	// mark in a younger one. Zero means DefaultStoreTimeout, or half the
 	// operation's lease when that is shorter; negative means no bound (the
 	// request's context only). A positive value must be shorter than every
 	// policy's lease: a claim answered after its lease ended could run the

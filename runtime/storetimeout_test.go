@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,5 +228,87 @@ func TestStoreTimeoutDefaultsAndStartup(t *testing.T) {
 	opts.StoreTimeout = 59 * time.Second
 	if _, err := idemrt.NewMiddleware(opts, policy()); err != nil {
 		t.Errorf("StoreTimeout under the lease: %v", err)
+	}
+}
+
+// waitStore is a store whose claims never answer: each waits, the way a
+// driver does, for its context to end and fails with the context's error.
+// how is the driver's way: on Done, on a context.WithCancel child (as
+// database/sql does for every query) or through context.AfterFunc (as
+// pgx does).
+type waitStore struct {
+	*idemrt.MemoryStore
+	how string
+}
+
+func (s *waitStore) Claim(ctx context.Context, _ idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
+	switch s.how {
+	case "WithCancel":
+		child, cancel := context.WithCancel(ctx)
+		defer cancel()
+		<-child.Done()
+	case "AfterFunc":
+		ended := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() { close(ended) })
+		defer stop()
+		<-ended
+	default:
+		<-ctx.Done()
+	}
+	return idemrt.ClaimResult{}, ctx.Err()
+}
+
+// A claim that never answers ends at StoreTimeout, and when the client goes
+// away (before the call, early in it, or later), however the store waits
+// on its context; the request answers 503 and the StoreError hook gets the
+// context's error.
+func TestStoreTimeoutEndsHungClaim(t *testing.T) {
+	const bound = 60 * time.Millisecond
+	for _, how := range []string{"Done", "WithCancel", "AfterFunc"} {
+		for _, c := range []struct {
+			name     string
+			timeout  time.Duration
+			goneAt   time.Duration // -1: the client stays
+			want     error
+			earliest time.Duration
+		}{
+			{"bound", bound, -1, context.DeadlineExceeded, bound},
+			{"client gone before", time.Minute / 2, 0, context.Canceled, 0},
+			{"client gone early", time.Minute / 2, time.Millisecond, context.Canceled, time.Millisecond},
+			{"client gone later", time.Minute / 2, 30 * time.Millisecond, context.Canceled, 30 * time.Millisecond},
+		} {
+			t.Run(how+"/"+c.name, func(t *testing.T) {
+				var n atomic.Int64
+				var last atomic.Value
+				next := &counting{}
+				h := wrap(t, idemrt.Options{Store: &waitStore{MemoryStore: idemrt.NewMemoryStore(), how: how}, StoreTimeout: c.timeout, Hooks: storeErrors(&n, &last)}, policy(), next)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if c.goneAt == 0 {
+					cancel()
+				} else if c.goneAt > 0 {
+					time.AfterFunc(c.goneAt, cancel)
+				}
+				r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders/1", strings.NewReader(`{"a":1}`))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", "k-1")
+				w := httptest.NewRecorder()
+				start := time.Now()
+				h.ServeHTTP(w, r)
+				took := time.Since(start)
+				wantProblem(t, w, http.StatusServiceUnavailable, idemrt.ProblemStoreUnavailable)
+				if err, _ := last.Load().(error); n.Load() != 1 || !errors.Is(err, c.want) {
+					t.Errorf("StoreError hook: %d calls, last error %v; want 1 with %v", n.Load(), err, c.want)
+				}
+				// Ends when it should: not before, and well before the
+				// half-minute bound (generous for a loaded machine).
+				if took < c.earliest || took > 10*time.Second {
+					t.Errorf("the claim ended after %v, want from %v on, and soon", took, c.earliest)
+				}
+				if next.calls.Load() != 0 {
+					t.Error("the handler ran")
+				}
+			})
+		}
 	}
 }

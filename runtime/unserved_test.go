@@ -91,6 +91,24 @@ func TestMountedTwice(t *testing.T) {
 	}
 }
 
+// The mounted-twice refusal goes out through the outer wrapper's attempt,
+// which does not save it even when its save rule takes 5xx: saved, it
+// would be replayed to every retry of the key for the whole ttl, after the
+// wiring is fixed too.
+func TestMountedTwiceNotSavedUnder5xx(t *testing.T) {
+	st := idemrt.NewMemoryStore()
+	save5xx := func(p *idemrt.Policy) {
+		p.Save = idemrt.SaveRule{Classes: idemrt.Class2xx | idemrt.Class4xx | idemrt.Class5xx}
+	}
+	h := &counting{}
+	inner := wrap(t, idemrt.Options{Store: st}, policy(save5xx), h)
+	outer := wrap(t, idemrt.Options{Store: st}, policy(save5xx), inner)
+	wantProblem(t, do(outer, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	if w := do(inner, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h.calls.Load() != 1 {
+		t.Errorf("the same key once the wiring is fixed: %d %s, %d runs; want 201 and 1 run", w.Code, w.Body, h.calls.Load())
+	}
+}
+
 // A Write after the handler returned (from a goroutine it left behind)
 // fails with ErrWriteAfterReturn instead of reporting success for bytes
 // that neither the client nor the replay will ever carry.

@@ -16,11 +16,14 @@ import (
 // the store's share of a replay, free of HTTP. Under valgrind's callgrind it
 // counts instructions, which the machine's load does not move: run it at two
 // counts and divide the difference of the totals by the difference of the
-// counts (valgrind 3.19 knows neither Go's preemption signal nor RDTSCP):
+// counts (valgrind 3.19 knows neither Go's preemption signal nor RDTSCP; with
+// more than one P, the idle Ps' spinning under valgrind moves the totals by
+// more than a read costs, and with the collector on, so does how often it
+// runs):
 //
-//	go test -c -o /tmp/sqlite.test ./internal/stores/sqlite
+//	CGO_ENABLED=0 go test -c -o /tmp/sqlite.test ./internal/stores/sqlite
 //	cd internal/stores/sqlite
-//	GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
+//	GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
 //	  /tmp/sqlite.test -test.run '^$' -test.bench 'ReplayRead/store$' -test.benchtime 2000x   # and 6000x
 func BenchmarkReplayRead(b *testing.B) {
 	db := newTestDB(b)
