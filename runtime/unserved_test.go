@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
@@ -84,6 +85,11 @@ func TestMountedTwice(t *testing.T) {
 		inner.ServeHTTP(unwrapper{w}, r)
 	}))
 	wantProblem(t, do(rw, req{key: "k2", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	// With a wait, the inner one waits for the outer one (which waits for
+	// it) until the wait ends, then answers the same.
+	waiting := policy(func(p *idemrt.Policy) { p.Wait = 50 * time.Millisecond })
+	nested := wrap(t, idemrt.Options{Store: st}, waiting, wrap(t, idemrt.Options{Store: st}, waiting, h))
+	wantProblem(t, do(nested, req{key: "k3", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
 	h2 := &counting{}
 	two := wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), h2))
 	if w := do(two, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h2.calls.Load() != 1 {
