@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
@@ -84,10 +85,33 @@ func TestMountedTwice(t *testing.T) {
 		inner.ServeHTTP(unwrapper{w}, r)
 	}))
 	wantProblem(t, do(rw, req{key: "k2", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	// With a wait, the inner one waits for the outer one (which waits for
+	// it) until the wait ends, then answers the same.
+	waiting := policy(func(p *idemrt.Policy) { p.Wait = 50 * time.Millisecond })
+	nested := wrap(t, idemrt.Options{Store: st}, waiting, wrap(t, idemrt.Options{Store: st}, waiting, h))
+	wantProblem(t, do(nested, req{key: "k3", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
 	h2 := &counting{}
 	two := wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), wrap(t, idemrt.Options{Store: idemrt.NewMemoryStore()}, policy(), h2))
 	if w := do(two, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h2.calls.Load() != 1 {
 		t.Errorf("two wrappers over two stores: %d, %d runs; want 201 and 1", w.Code, h2.calls.Load())
+	}
+}
+
+// The mounted-twice refusal goes out through the outer wrapper's attempt,
+// which does not save it even when its save rule takes 5xx: saved, it
+// would be replayed to every retry of the key for the whole ttl, after the
+// wiring is fixed too.
+func TestMountedTwiceNotSavedUnder5xx(t *testing.T) {
+	st := idemrt.NewMemoryStore()
+	save5xx := func(p *idemrt.Policy) {
+		p.Save = idemrt.SaveRule{Classes: idemrt.Class2xx | idemrt.Class4xx | idemrt.Class5xx}
+	}
+	h := &counting{}
+	inner := wrap(t, idemrt.Options{Store: st}, policy(save5xx), h)
+	outer := wrap(t, idemrt.Options{Store: st}, policy(save5xx), inner)
+	wantProblem(t, do(outer, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	if w := do(inner, req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h.calls.Load() != 1 {
+		t.Errorf("the same key once the wiring is fixed: %d %s, %d runs; want 201 and 1 run", w.Code, w.Body, h.calls.Load())
 	}
 }
 

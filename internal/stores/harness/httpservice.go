@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -255,26 +254,7 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	})
-	// post-get is the floor of replay/get: a bare POST with the
-	// replay's request (body, Content-Type, Idempotency-Key naming the
-	// row) whose handler reads the body, does the GET's work and
-	// answers as a replay does (201, the saved Content-Type,
-	// Idempotent-Replayed).
-	s.handle(http.MethodPost, "/post-get", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body, err := hb.Get(r.Context(), r.Header.Get("Idempotency-Key"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
-	})
+	s.handle(http.MethodPost, "/post-get", postGet(hb.Get))
 	s.handle(http.MethodPost, "/noop", noop)
 	if hb.Save != nil && hb.GetSaved != nil {
 		s.handle(http.MethodPost, "/floor-replay", floorReplay(hb.GetSaved))

@@ -98,3 +98,25 @@ func floorReplay(get func(ctx context.Context, id string, now time.Time) ([]byte
 		w.Write(row.Body)
 	}
 }
+
+// postGet is the floor of replay/get in round trips: a bare POST with the
+// replay's request (body, Content-Type, Idempotency-Key naming the row)
+// whose handler reads the body, does the GET's work and answers as a
+// replay does (201, the saved Content-Type, Idempotent-Replayed).
+func postGet(get func(ctx context.Context, id string) ([]byte, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body, err := get(r.Context(), r.Header.Get("Idempotency-Key"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	}
+}
