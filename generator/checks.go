@@ -348,15 +348,29 @@ func (b *builder) checkKeyParam(r *opRef, o *Operation, k *keySpec, pos Pos) {
 	p := keyParam(r, k)
 	if p == nil {
 		var declared []string
+		var elsewhere *openapi3.Parameter // of the key's name (but for case and separators), in another place
 		for _, v := range r.params() {
 			if hidden(v.Extensions) {
 				return // it may be the key's; its $ref is reported
 			}
 			if v.In == in {
 				declared = append(declared, v.Name)
+			} else if elsewhere == nil && normParam(v.Name) == normParam(k.name) {
+				elsewhere = v
 			}
 		}
-		if meant := suggestParam(k.name, declared); meant != "" {
+		meant := suggestParam(k.name, declared)
+		if meant == "" && elsewhere != nil {
+			fix := fmt.Sprintf("write key: {%s: %s}, or declare it in: %s", elsewhere.In, elsewhere.Name, in)
+			if elsewhere.In != "header" && elsewhere.In != "query" {
+				fix = fmt.Sprintf("declare it in: %s; idemgen reads a key from a header or the query, not a %s", in, elsewhere.In)
+			}
+			b.d.add(pos, "%s.key.%s: %s declares %s as a %s parameter, not a %s one: clients built from the spec send it in the %s, "+
+				"and the middleware, reading the %s, would answer every request with 400 (%s)",
+				extOp, in, describeRef(r), elsewhere.Name, elsewhere.In, in, elsewhere.In, in, fix)
+			return
+		}
+		if meant != "" {
 			b.d.add(pos, "%s.key.%s: %s declares no %s parameter %s (did you mean %s, which it declares?): clients built from the spec send %s, and the middleware would answer every request without %s with 400",
 				extOp, in, describeRef(r), in, k.name, meant, meant, k.name)
 			return
@@ -421,15 +435,18 @@ func (b *builder) paramPos(r *opRef, p *openapi3.ParameterRef) Pos {
 	return fallback
 }
 
+// normParam is a parameter name without case and separators: request_id,
+// requestId and Request-Id are one.
+func normParam(s string) string {
+	return strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(s))
+}
+
 // suggestParam returns the declared parameter name that name is a likely
 // misspelling of: the same but for case and separators (request_id,
 // requestId, Request-Id), or within two edits.
 func suggestParam(name string, declared []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(s))
-	}
 	for _, d := range declared {
-		if norm(d) == norm(name) {
+		if normParam(d) == normParam(name) {
 			return d
 		}
 	}

@@ -144,6 +144,12 @@ func (cw *captureWriter) Flush() {
 	if cw.tx || cw.mode == modeHijacked {
 		return
 	}
+	if cw.mode == modeBuffer && cw.settled {
+		// After the handler returned (a goroutine it left behind): the
+		// buffered response was sent already, and must neither go out
+		// twice nor open the way to later writes (ErrWriteAfterReturn).
+		return
+	}
 	if cw.mode == modeBuffer {
 		cw.status = cw.statusOrOK()
 		if cw.saves(cw.status) {

@@ -142,6 +142,12 @@ func TestWriteAfterReturn(t *testing.T) {
 			if idemrt.DoNotSave(late) {
 				t.Error("DoNotSave after the handler returned: true, want false (too late)")
 			}
+			// A Flush after the return neither sends the response again
+			// nor lets later writes through.
+			late.(http.Flusher).Flush()
+			if n, err := late.Write([]byte("later")); n != 0 || !errors.Is(err, idemrt.ErrWriteAfterReturn) {
+				t.Errorf("Write after the handler returned and a Flush: %d, %v; want 0, ErrWriteAfterReturn", n, err)
+			}
 			replay := do(srv, req{key: "k1", body: `{}`})
 			if first.Body.String() != "first" || replay.Body.String() != "first" || replay.Header().Get("Idempotent-Replayed") != "true" {
 				t.Errorf("first %q, replay %q (replayed %q); want both \"first\"", first.Body, replay.Body, replay.Header().Get("Idempotent-Replayed"))

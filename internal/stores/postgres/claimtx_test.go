@@ -223,3 +223,48 @@ func TestBeginClaimKeysAsLiterals(t *testing.T) {
 		})
 	}
 }
+
+// TestBeginClaimConcurrentReplays: a transactional claim takes the key's
+// advisory lock before it reads or writes, so replays of a completed key
+// running at once hold it in turn; one that finds it taken reads the
+// committed record and replays it too. None of 200 concurrent replays may
+// answer InProgress (409) for the others.
+func TestBeginClaimConcurrentReplays(t *testing.T) {
+	db := newTestDB(t)
+	pool := db.pool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	st, err := NewStore(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	k := idemrt.RecordKey{Scope: "createCharge", Key: harness.UniqueKey(t, "replays")}
+	req := idemrt.ClaimRequest{RecordKey: k, Fingerprint: [32]byte{7}, Lease: 10 * time.Second, TTL: time.Hour}
+	tx, first, err := st.BeginClaim(ctx, req)
+	if err != nil || first.State != idemrt.Acquired {
+		t.Fatalf("first claim: %+v, %v", first, err)
+	}
+	if err := tx.Complete(ctx, idemrt.Completion{RecordKey: k, Epoch: first.Epoch, Response: &idemrt.SavedResponse{Status: 201}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 25 {
+				_, res, err := st.BeginClaim(ctx, req)
+				if err != nil || res.State != idemrt.Completed {
+					errs <- fmt.Errorf("a concurrent replay: %+v, %v; want Completed", res, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
