@@ -267,7 +267,11 @@ type claimInput struct {
 // preparation, then the claim, unless preparation refused the request or
 // let it run unprotected. Every refusal of serve is written here.
 func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, params []string) {
-	in, fq, ref, pass := e.prepare(r, op, params)
+	// The stages fill these in place: returned, each would be copied at
+	// every level.
+	fq := requestFpInput(r, op, params)
+	var in claimInput
+	ref, pass := e.prepare(r, op, &fq, &in)
 	if in.bp != nil {
 		defer putBody(in.bp)
 	}
@@ -333,20 +337,21 @@ func sameStore(a, b Store) bool {
 }
 
 // prepare checks r and computes what claiming its key needs, before
-// anything is claimed. It returns the claim's input and the fingerprint's
-// inputs, or the refusal to write instead; pass reports an optional key
-// that is absent, for which the request runs unprotected.
-func (e *engine) prepare(r *http.Request, op *operation, params []string) (in claimInput, fq fpInput, ref refusal, pass bool) {
+// anything is claimed: it fills in the claim's input from r and the
+// fingerprint's inputs fq, or returns the refusal to write instead; pass
+// reports an optional key that is absent, for which the request runs
+// unprotected.
+func (e *engine) prepare(r *http.Request, op *operation, fq *fpInput, in *claimInput) (ref refusal, pass bool) {
 	// 1. A key from a header or the query.
 	rawKey, ref, pass := requestKey(r, op)
 	if ref.status != 0 || pass {
-		return in, fq, ref, pass
+		return ref, pass
 	}
 
 	// 2. The principal.
 	ph, ref := e.principalHash(r, op)
 	if ref.status != 0 {
-		return in, fq, ref, false
+		return ref, false
 	}
 
 	// 3. Key syntax.
@@ -354,29 +359,28 @@ func (e *engine) prepare(r *http.Request, op *operation, params []string) (in cl
 	if op.key == KeyFromHeader || op.key == KeyFromQuery {
 		k, err := parseKey(rawKey)
 		if err != nil {
-			return in, fq, refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: err.Error() + "; a key is 1 to 255 visible ASCII characters"}, false
+			return refusal{status: http.StatusBadRequest, typ: ProblemKeyMalformed, detail: err.Error() + "; a key is 1 to 255 visible ASCII characters"}, false
 		}
 		key = k
 	}
 
 	// 4. The body, whole, before anything is claimed.
 	if in.bp, ref = readRequestBody(r, op); ref.status != 0 {
-		return in, fq, ref, false
+		return ref, false
 	}
 	in.body = *in.bp
 
 	// 5. Fingerprint, and the keys derived from the body.
 	var fp [32]byte
 	var ok bool
-	if fq, fp, key, ok = fingerprintRequest(r, op, params, in.body, key); !ok {
+	if fp, key, ok = fingerprintRequest(op, fq, in.body, key); !ok {
 		if op.optional {
-			return in, fq, refusal{}, true
+			return refusal{}, true
 		}
-		return in, fq, refusal{status: http.StatusBadRequest, typ: ProblemKeyMissing, detail: "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all (or is not plain JSON: a Content-Encoding, or a member name repeated, in any letter case, in one object)"}, false
+		return refusal{status: http.StatusBadRequest, typ: ProblemKeyMissing, detail: "this operation derives its idempotency key from fields of the JSON body, and the body does not have them all (or is not plain JSON: a Content-Encoding, or a member name repeated, in any letter case, in one object)"}, false
 	}
-	rk := RecordKey{Scope: op.scope, PrincipalHash: ph, Key: key}
-	in.req = ClaimRequest{RecordKey: rk, Fingerprint: fp, FingerprintVersion: FingerprintVersion, Lease: op.lease, TTL: op.ttl}
-	return in, fq, refusal{}, false
+	in.req = ClaimRequest{RecordKey: RecordKey{Scope: op.scope, PrincipalHash: ph, Key: key}, Fingerprint: fp, FingerprintVersion: FingerprintVersion, Lease: op.lease, TTL: op.ttl}
+	return refusal{}, false
 }
 
 // requestKey is the key r carries in op's header or query parameter (none
@@ -440,13 +444,9 @@ func readRequestBody(r *http.Request, op *operation) (bp *[]byte, ref refusal) {
 	return bp, refusal{}
 }
 
-// fingerprintRequest computes the request's fingerprint (version
-// FingerprintVersion) and the inputs it was computed from, and returns the
-// key: the one given, or the one op derives from the body. ok is false
-// when the body lacks the fields a key is derived from.
-func fingerprintRequest(r *http.Request, op *operation, params []string, body []byte, key string) (fpInput, [32]byte, string, bool) {
-	c := getCanon()
-	defer putCanon(c)
+// requestFpInput is what r's fingerprint is computed from besides its
+// body.
+func requestFpInput(r *http.Request, op *operation, params []string) fpInput {
 	var ct string
 	if vs := r.Header["Content-Type"]; len(vs) > 0 {
 		ct = vs[0]
@@ -455,18 +455,27 @@ func fingerprintRequest(r *http.Request, op *operation, params []string, body []
 	if op.key == KeyFromQuery {
 		skip = op.keyName
 	}
-	fq := fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
+	return fpInput{method: r.Method, route: op.route, params: params, rawQuery: r.URL.RawQuery, skipKey: skip,
 		contentType: ct, encoding: r.Header["Content-Encoding"], include: op.include, inc: op.includeToks}
-	fp := c.fingerprint(FingerprintVersion, &fq, body, op.exclude)
+}
+
+// fingerprintRequest computes the request's fingerprint (version
+// FingerprintVersion) from fq and body, and returns the key: the one
+// given, or the one op derives from the body. ok is false when the body
+// lacks the fields a key is derived from.
+func fingerprintRequest(op *operation, fq *fpInput, body []byte, key string) ([32]byte, string, bool) {
+	c := getCanon()
+	defer putCanon(c)
+	fp := c.fingerprint(FingerprintVersion, fq, body, op.exclude)
 	switch op.key {
 	case KeyFromFields:
 		var ok bool
-		key, ok = fieldsKey(c, op, ct, fq.encoding, body)
-		return fq, fp, key, ok
+		key, ok = fieldsKey(c, op, fq.contentType, fq.encoding, body)
+		return fp, key, ok
 	case KeyFromBody:
 		key = bodyKey(fp)
 	}
-	return fq, fp, key, true
+	return fp, key, true
 }
 
 // passThrough runs the handler unprotected (an optional key that is
@@ -498,46 +507,47 @@ type claimed struct {
 // the refusal to write otherwise.
 func (e *engine) claim(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, in *claimInput, fq *fpInput) refusal {
 	ctx := r.Context()
-	rk := in.req.RecordKey
+	rk := &in.req.RecordKey
 	wait := waitState{poll: waitFirstPoll}
 	for {
-		c, err := e.claimOnce(ctx, op, in.req)
-		if err != nil {
-			return e.storeFailed(ctx, op, rk, err, "claim")
+		var c claimed
+		if err := e.claimOnce(ctx, op, &in.req, &c); err != nil {
+			return e.storeFailed(ctx, op, *rk, err, "claim")
 		}
 		switch c.res.State {
 		case Acquired:
 			e.runAcquired(w, r, op, next, in, c)
 			return refusal{}
 		case Completed:
-			if fingerprintDiffers(c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
+			if fingerprintDiffers(&c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
 				return e.mismatch(ctx, op, rk.Key)
 			}
-			return e.replayCompleted(w, r, op, rk, c.res)
+			return e.replayCompleted(w, r, op, rk, &c.res)
 		case InProgress:
-			if fingerprintDiffers(c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
+			if fingerprintDiffers(&c.res, in.req.Fingerprint, fq, in.body, op.exclude) {
 				return e.mismatch(ctx, op, rk.Key)
 			}
-			if ref := e.waitInProgress(ctx, op, rk, c.res, &wait); ref.status != 0 {
+			if ref := e.waitInProgress(ctx, op, *rk, c.res, &wait); ref.status != 0 {
 				return ref
 			}
 		default:
-			return e.storeFailed(ctx, op, rk, errors.New("store returned an unknown claim state "+c.res.State.String()), "claim")
+			return e.storeFailed(ctx, op, *rk, errors.New("store returned an unknown claim state "+c.res.State.String()), "claim")
 		}
 	}
 }
 
-// claimOnce claims req's key within the store bound: in a new transaction
-// when op is transactional and the store claims in one, else committed.
-func (e *engine) claimOnce(ctx context.Context, op *operation, req ClaimRequest) (c claimed, err error) {
+// claimOnce claims req's key within the store bound, into c: in a new
+// transaction when op is transactional and the store claims in one, else
+// committed.
+func (e *engine) claimOnce(ctx context.Context, op *operation, req *ClaimRequest, c *claimed) (err error) {
 	if op.transactional && e.claimTx != nil {
-		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, req)
-		return c, err
+		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, *req)
+		return err
 	}
 	sctx, bound := e.storeCtx(ctx, op)
-	c.res, err = e.store.Claim(sctx, req)
+	c.res, err = e.store.Claim(sctx, *req)
 	bound.release()
-	return c, err
+	return err
 }
 
 // runAcquired runs the handler of an acquired key: in the transaction that
@@ -567,7 +577,7 @@ func (e *engine) runAcquired(w http.ResponseWriter, r *http.Request, op *operati
 
 // replayCompleted replays the saved response of a completed record, or
 // returns the refusal when there is none to replay.
-func (e *engine) replayCompleted(w http.ResponseWriter, r *http.Request, op *operation, rk RecordKey, res ClaimResult) refusal {
+func (e *engine) replayCompleted(w http.ResponseWriter, r *http.Request, op *operation, rk *RecordKey, res *ClaimResult) refusal {
 	ctx := r.Context()
 	ev := Event{OperationID: op.name, Scope: op.scope, Key: rk.Key, Epoch: res.Epoch}
 	if res.Tombstone || res.Response == nil {

@@ -130,7 +130,7 @@ type fpInput struct {
 // fingerprintDiffers reports whether an existing record's fingerprint
 // belongs to another request than the one that computed fp (version
 // FingerprintVersion) from in, body and exc.
-func fingerprintDiffers(res ClaimResult, fp [32]byte, in *fpInput, body []byte, exc [][]string) bool {
+func fingerprintDiffers(res *ClaimResult, fp [32]byte, in *fpInput, body []byte, exc [][]string) bool {
 	switch res.FingerprintVersion {
 	case FingerprintVersion:
 		return res.Fingerprint != fp

@@ -383,7 +383,7 @@ func (e *engine) sealed(rk RecordKey, epoch int64, resp *SavedResponse) (*SavedR
 // opened is the response a completed record replays: opened when sealed.
 // It fails closed: a sealed record without a ring, or a record in clear
 // when encryption is on (unless Options.ReplayPlaintext), is an error.
-func (e *engine) opened(rk RecordKey, res ClaimResult) (*SavedResponse, error) {
+func (e *engine) opened(rk *RecordKey, res *ClaimResult) (*SavedResponse, error) {
 	if !IsSealed(res.Response) {
 		if e.ring != nil && !e.replayPlaintext {
 			return nil, ErrNotSealed
@@ -393,5 +393,5 @@ func (e *engine) opened(rk RecordKey, res ClaimResult) (*SavedResponse, error) {
 	if e.ring == nil {
 		return nil, ErrSealedWithoutRing
 	}
-	return e.ring.Open(rk, res.Epoch, res.Response)
+	return e.ring.Open(*rk, res.Epoch, res.Response)
 }
