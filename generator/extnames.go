@@ -29,6 +29,15 @@ func misspeltExt(name string) string {
 	return suggest(l, []string{extOp, extDefaults})
 }
 
+// meantExt returns the extension idemgen reads that name is, exactly or
+// as a likely misspelling, or "".
+func meantExt(name string) string {
+	if name == extOp || name == extDefaults {
+		return name
+	}
+	return misspeltExt(name)
+}
+
 // checkExtNames reports the misspelt idemgen extensions among exts, the
 // extensions of the object found under keys (where names it, for the
 // message: "the document root", "an operation"). An exact name is not
@@ -84,10 +93,7 @@ func (b *builder) checkMisplacedDefaults() {
 	}
 	for _, p := range places {
 		for _, name := range slices.Sorted(maps.Keys(p.exts)) {
-			meant := name
-			if name != extOp && name != extDefaults {
-				meant = misspeltExt(name)
-			}
+			meant := meantExt(name)
 			if meant == "" {
 				continue
 			}
@@ -124,10 +130,7 @@ type strayPlace struct {
 func (b *builder) reportStray(places []strayPlace, base []string, owner string) {
 	for _, p := range places {
 		for _, name := range slices.Sorted(maps.Keys(p.exts)) {
-			meant := name
-			if name != extOp && name != extDefaults {
-				meant = misspeltExt(name)
-			}
+			meant := meantExt(name)
 			if meant == "" {
 				continue
 			}

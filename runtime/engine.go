@@ -279,12 +279,14 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	case pass:
 		passThrough(w, r, next, in.bp)
 		return
+	case ref.status == 0 && op.wait > 0 && mountedTwice(w, e, &in):
+		// Asked before the claim when op waits: the claim would wait on
+		// the outer attempt, which waits on this one, until the wait ends.
+		ref = mountedTwiceRefusal(op)
 	case ref.status == 0:
 		ref = e.claim(w, r, op, next, &in, &fq)
 		if ref.typ == ProblemInProgress && mountedTwice(w, e, &in) {
-			ref = refusal{status: http.StatusInternalServerError, typ: ProblemMountedTwice, detail: "the idempotency middleware of operation " +
-				op.name + " runs inside another one for the same key and store (mounted twice: a Middleware or Wrap inside another); " +
-				"the inner one finds the outer one's claim, and would answer 409 in-progress to every request; remove one of them"}
+			ref = mountedTwiceRefusal(op)
 		}
 	}
 	if ref.status != 0 {
@@ -292,10 +294,19 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	}
 }
 
+// mountedTwiceRefusal is the 500 of an operation whose middleware runs
+// inside another one for the same key and store (see mountedTwice).
+func mountedTwiceRefusal(op *operation) refusal {
+	return refusal{status: http.StatusInternalServerError, typ: ProblemMountedTwice, detail: "the idempotency middleware of operation " +
+		op.name + " runs inside another one for the same key and store (mounted twice: a Middleware or Wrap inside another); " +
+		"the inner one finds the outer one's claim, and would answer 409 in-progress to every request; remove one of them"}
+}
+
 // mountedTwice reports whether w is (or wraps) the writer of an attempt
 // that holds the claim in's request would make, on the same store: the
 // middleware is mounted twice on this request's path. It is asked only of
-// a key found in progress, so it costs the other requests nothing. When it
+// a key found in progress (before the claim when the operation waits), so
+// it costs the other requests nothing. When it
 // is, the outer attempt is declined (DoNotSave): the refusal written
 // through it is not the key's result, even under a save rule that takes
 // 5xx, where it would otherwise be replayed for the whole ttl after the

@@ -115,6 +115,21 @@ func TestMountedTwiceNotSavedUnder5xx(t *testing.T) {
 	}
 }
 
+// An operation that waits on a key in progress (Policy.Wait) does not wait
+// on its own outer claim: mounted twice, it answers 500 at once, not after
+// the wait (nor, with a wait past the lease, by taking its own key over).
+func TestMountedTwiceDoesNotWait(t *testing.T) {
+	st := idemrt.NewMemoryStore()
+	waits := func(p *idemrt.Policy) { p.Wait = 10 * time.Second }
+	inner := wrap(t, idemrt.Options{Store: st}, policy(waits), &counting{})
+	outer := wrap(t, idemrt.Options{Store: st}, policy(waits), inner)
+	start := time.Now()
+	wantProblem(t, do(outer, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("mounted twice with a 10s wait answered after %v, want at once", d)
+	}
+}
+
 // A Write after the handler returned (from a goroutine it left behind)
 // fails with ErrWriteAfterReturn instead of reporting success for bytes
 // that neither the client nor the replay will ever carry.
