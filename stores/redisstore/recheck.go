@@ -133,8 +133,10 @@ func (r *rechecker) run(check func(context.Context) (map[string]nodeState, error
 	if r.evicting == nil {
 		r.evicting = map[string]error{}
 	}
+	// A node not asked left the cluster, unless none was asked (the
+	// cluster's state could not be read): then nothing is known.
 	for addr := range r.evicting {
-		if _, ok := nodes[addr]; !ok {
+		if _, ok := nodes[addr]; !ok && len(nodes) > 0 {
 			delete(r.evicting, addr)
 		}
 	}

@@ -30,6 +30,9 @@ func TestRecheckVerdictPerNode(t *testing.T) {
 	step(map[string]nodeState{"10.0.0.1:6379": evicting, "10.0.0.2:6379": {}}, unreachable, true)
 	step(map[string]nodeState{"10.0.0.1:6379": a, "10.0.0.2:6379": {}}, unreachable, false)
 	step(map[string]nodeState{"10.0.0.1:6379": evicting}, nil, true)
+	// A cluster whose state could not be read asked no node: the verdict
+	// stays.
+	step(map[string]nodeState{}, errors.New("redis: cluster has no nodes"), true)
 	step(map[string]nodeState{"10.0.0.1:6379": a}, nil, false)
 	// A node that left the cluster takes its verdict with it.
 	step(map[string]nodeState{"10.0.0.1:6379": a, "10.0.0.3:6379": evicting}, nil, true)
