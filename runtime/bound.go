@@ -29,17 +29,76 @@ type storeBound struct {
 	parent   context.Context
 	deadline time.Time
 	timer    *boundTimer // the pooled timer, until release
+	ending
+	// Set once the call outlived boundWatch: the registration with the
+	// parent, and the timer of the deadline.
+	unwatch func() bool
+	expiry  *time.Timer
+}
 
+// ending is what storeBound and txBound share: the end of a context, its
+// Done channel and its AfterFunc functions, under mu.
+type ending struct {
 	mu   sync.Mutex
 	done chan struct{} // made by the first Done; closed when it ends
 	err  error         // why it ended; nil until then
 	// afters are AfterFunc's functions, nil once stopped.
 	afters   []func()
 	afterBuf [2]func()
-	// Set once the call outlived boundWatch: the registration with the
-	// parent, and the timer of the deadline.
-	unwatch func() bool
-	expiry  *time.Timer
+}
+
+// endLocked ends e with err, unless it has ended already (false): Done
+// closes, and the functions of AfterFunc start. e.mu is held.
+func (e *ending) endLocked(err error) bool {
+	if e.err != nil {
+		return false
+	}
+	e.err = err
+	if e.done == nil {
+		e.done = closedChan
+	} else {
+		close(e.done)
+	}
+	for i, f := range e.afters {
+		if f != nil {
+			e.afters[i] = nil
+			go f()
+		}
+	}
+	return true
+}
+
+// doneLocked is Done's channel, and whether it was made by this call.
+// e.mu is held.
+func (e *ending) doneLocked() (chan struct{}, bool) {
+	if e.done != nil {
+		return e.done, false
+	}
+	e.done = make(chan struct{})
+	return e.done, true
+}
+
+// AfterFunc is context.AfterFunc on the context (context's afterFuncer):
+// f runs in its own goroutine once it ends; stop keeps f from running.
+func (e *ending) AfterFunc(f func()) (stop func() bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	if e.afters == nil {
+		e.afters = e.afterBuf[:0]
+	}
+	i := len(e.afters)
+	e.afters = append(e.afters, f)
+	return func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		stopped := e.afters[i] != nil
+		e.afters[i] = nil
+		return stopped
+	}
 }
 
 // boundWatch is how long a store call runs before its context registers
@@ -49,13 +108,14 @@ const boundWatch = 5 * time.Millisecond
 // closedChan is the Done of a bound that ended before anyone asked for it.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// boundTimer is a reusable timer for storeBound: it runs tick on the bound
-// it is armed for (cur). A timer that fires as it is being reused may tick
-// the next bound early, which is harmless: tick ends a bound only past its
-// deadline.
+// boundTimer is a reusable timer for storeBound and txBound: it runs tick
+// on the bound it is armed for (cur or tx). A timer that fires as it is
+// being reused may tick the next bound early, which is harmless: tick ends
+// a bound only past its deadline.
 type boundTimer struct {
 	t   *time.Timer
 	cur atomic.Pointer[storeBound]
+	tx  atomic.Pointer[txBound]
 }
 
 var boundTimers = sync.Pool{New: func() any {
@@ -69,6 +129,9 @@ func (bt *boundTimer) fire() {
 	if b := bt.cur.Load(); b != nil {
 		b.tick()
 	}
+	if b := bt.tx.Load(); b != nil {
+		b.tick()
+	}
 }
 
 // newStoreBound bounds a store call made with parent to d.
@@ -78,7 +141,6 @@ func newStoreBound(parent context.Context, d time.Duration) *storeBound {
 	if pd, ok := parent.Deadline(); ok && pd.Before(b.deadline) {
 		b.deadline = pd
 	}
-	b.afters = b.afterBuf[:0]
 	bt := boundTimers.Get().(*boundTimer)
 	bt.cur.Store(b)
 	bt.t.Reset(min(b.deadline.Sub(now), boundWatch))
@@ -129,25 +191,12 @@ func (b *storeBound) release() {
 	b.end(context.Canceled)
 }
 
-// end ends b with err, unless it has ended already: Done closes, and the
-// functions of AfterFunc start.
+// end ends b with err, unless it has ended already.
 func (b *storeBound) end(err error) {
 	b.mu.Lock()
-	if b.err != nil {
+	if !b.endLocked(err) {
 		b.mu.Unlock()
 		return
-	}
-	b.err = err
-	if b.done == nil {
-		b.done = closedChan
-	} else {
-		close(b.done)
-	}
-	for i, f := range b.afters {
-		if f != nil {
-			b.afters[i] = nil
-			go f()
-		}
 	}
 	unwatch, expiry := b.unwatch, b.expiry
 	b.mu.Unlock()
@@ -163,15 +212,9 @@ func (b *storeBound) Deadline() (time.Time, bool) { return b.deadline, true }
 
 func (b *storeBound) Done() <-chan struct{} {
 	b.mu.Lock()
-	d := b.done
-	if d != nil {
-		b.mu.Unlock()
-		return d
-	}
-	d = make(chan struct{})
-	b.done = d
+	d, made := b.doneLocked()
 	b.mu.Unlock()
-	if b.parent.Err() != nil {
+	if made && b.parent.Err() != nil {
 		b.parentDone()
 	}
 	return d
@@ -191,26 +234,6 @@ func (b *storeBound) Err() error {
 }
 
 func (b *storeBound) Value(key any) any { return b.parent.Value(key) }
-
-// AfterFunc is context.AfterFunc on b (context's afterFuncer): f runs in
-// its own goroutine once b ends; stop keeps it from running.
-func (b *storeBound) AfterFunc(f func()) (stop func() bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err != nil {
-		go f()
-		return func() bool { return false }
-	}
-	i := len(b.afters)
-	b.afters = append(b.afters, f)
-	return func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		stopped := b.afters[i] != nil
-		b.afters[i] = nil
-		return stopped
-	}
-}
 
 func (b *storeBound) String() string {
 	return "idemrt.storeBound(" + b.deadline.String() + ")"

@@ -73,33 +73,30 @@ func (e *engine) storeCtx(ctx context.Context, op *operation) (context.Context, 
 
 // beginTx opens op's transaction within the store bound. The bound covers
 // BeginTx alone: the context the transaction is opened with (which
-// database/sql watches for the transaction's whole life) is cancelled by
-// the returned function, to be called once the transaction has ended, or
-// by the bound if BeginTx has not returned by then.
-func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, context.CancelFunc, error) {
-	txCtx, cancel := context.WithCancel(bg(ctx))
-	tx, err := e.boundBegin(ctx, op, cancel, func() (Tx, error) { return e.txStore.BeginTx(txCtx) })
-	if err != nil {
-		cancel()
-		return nil, func() {}, err
+// database/sql watches for the transaction's whole life) ends at the
+// returned txBound's release, to be called once the transaction has ended,
+// or at the bound if BeginTx has not returned by then.
+func (e *engine) beginTx(ctx context.Context, op *operation) (Tx, *txBound, error) {
+	txCtx := newTxBound(ctx, e.bound(op), time.Time{})
+	tx, err := e.txStore.BeginTx(txCtx)
+	if err = e.begun(ctx, op, txCtx, tx, err); err != nil {
+		txCtx.release()
+		return nil, nil, err
 	}
-	return tx, cancel, nil
+	return tx, txCtx, nil
 }
 
 // beginClaim claims req's key in a new transaction (ClaimTxStore) within
 // the store bound. The transaction lives at most op's lease: its context
 // ends then (a store on database/sql rolls it back), and the handler's
-// context with it. The returned function ends the transaction's context;
-// call it once the transaction is over. tx is nil unless the result is
-// Acquired.
-func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest) (Tx, ClaimResult, time.Time, context.CancelFunc, error) {
+// context with it. The returned txBound is the transaction's context;
+// release it once the transaction is over. tx is nil unless the result is
+// Acquired (and the txBound then nil too).
+func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest) (Tx, ClaimResult, time.Time, *txBound, error) {
 	deadline := time.Now().Add(op.lease)
-	txCtx, cancel := context.WithDeadline(bg(ctx), deadline)
-	var res ClaimResult
-	tx, err := e.boundBegin(ctx, op, cancel, func() (tx Tx, err error) {
-		tx, res, err = e.claimTx.BeginClaim(txCtx, req)
-		return tx, err
-	})
+	txCtx := newTxBound(ctx, e.bound(op), deadline)
+	tx, res, err := e.claimTx.BeginClaim(txCtx, req)
+	err = e.begun(ctx, op, txCtx, tx, err)
 	if err == nil && (tx == nil) != (res.State != Acquired) {
 		if tx != nil {
 			e.rollback(ctx, op, tx)
@@ -107,28 +104,27 @@ func (e *engine) beginClaim(ctx context.Context, op *operation, req ClaimRequest
 		err = errors.New("store's BeginClaim returned " + res.State.String() + " with a transaction that does not match it")
 	}
 	if err != nil || tx == nil {
-		cancel()
-		return nil, res, deadline, func() {}, err
+		txCtx.release()
+		return nil, res, deadline, nil, err
 	}
-	return tx, res, deadline, cancel, nil
+	return tx, res, deadline, txCtx, nil
 }
 
-// boundBegin runs begin, which opens a transaction whose context cancel
-// ends, and calls cancel when the store bound ends first. A transaction
-// opened as the bound ended has a cancelled context and cannot be used: it
-// is rolled back and the result is context.DeadlineExceeded.
-func (e *engine) boundBegin(ctx context.Context, op *operation, cancel context.CancelFunc, begin func() (Tx, error)) (Tx, error) {
-	d := e.bound(op)
-	if d <= 0 {
-		return begin()
+// begun ends the store bound of the call that opened tx with txCtx, which
+// returned err. A transaction opened as the bound ended has an ended
+// context and cannot be used: it is rolled back and the result is
+// context.DeadlineExceeded. Without a transaction (an error, or a claim
+// that found the key taken) the caller releases txCtx at once: its bound
+// is left as it is.
+func (e *engine) begun(ctx context.Context, op *operation, txCtx *txBound, tx Tx, err error) error {
+	if tx == nil || err != nil {
+		return err
 	}
-	t := time.AfterFunc(d, cancel)
-	tx, err := begin()
-	if !t.Stop() && tx != nil && err == nil {
+	if !txCtx.begun() {
 		e.rollback(ctx, op, tx)
-		return nil, context.DeadlineExceeded
+		return context.DeadlineExceeded
 	}
-	return tx, err
+	return nil
 }
 
 // rollback rolls tx back within the store bound.
@@ -494,12 +490,12 @@ func passThrough(w http.ResponseWriter, r *http.Request, next http.Handler, bp *
 }
 
 // claimed is the outcome of one claim. tx is set when the key was acquired
-// in a transaction that holds the claim (ClaimTxStore): endTx ends its
-// context, and the attempt ends at leaseEnd.
+// in a transaction that holds the claim (ClaimTxStore): txCtx is its
+// context, to release once it is over, and the attempt ends at leaseEnd.
 type claimed struct {
 	res      ClaimResult
 	tx       Tx
-	endTx    context.CancelFunc
+	txCtx    *txBound
 	leaseEnd time.Time
 }
 
@@ -543,7 +539,7 @@ func (e *engine) claim(w http.ResponseWriter, r *http.Request, op *operation, ne
 // committed.
 func (e *engine) claimOnce(ctx context.Context, op *operation, req *ClaimRequest, c *claimed) (err error) {
 	if op.transactional && e.claimTx != nil {
-		c.tx, c.res, c.leaseEnd, c.endTx, err = e.beginClaim(ctx, op, *req)
+		c.tx, c.res, c.leaseEnd, c.txCtx, err = e.beginClaim(ctx, op, *req)
 		return err
 	}
 	sctx, bound := e.storeCtx(ctx, op)
@@ -566,7 +562,7 @@ func (e *engine) runAcquired(w http.ResponseWriter, r *http.Request, op *operati
 	}
 	switch {
 	case c.tx != nil:
-		defer c.endTx()
+		defer c.txCtx.release()
 		e.inflight.Store(rk, c.leaseEnd)
 		defer e.inflight.CompareAndDelete(rk, c.leaseEnd)
 		e.runInTx(w, r, op, next, rk, epoch, in.body, c.tx, c.leaseEnd)
@@ -764,8 +760,8 @@ func (e *engine) run(w http.ResponseWriter, r *http.Request, op *operation, next
 // opened after a committed claim (a TxStore without BeginClaim).
 func (e *engine) runTx(w http.ResponseWriter, r *http.Request, op *operation, next http.Handler, rk RecordKey, epoch int64, body []byte) {
 	ctx := r.Context()
-	tx, endTx, err := e.beginTx(ctx, op)
-	defer endTx()
+	tx, txCtx, err := e.beginTx(ctx, op)
+	defer txCtx.release()
 	if err != nil {
 		e.release(ctx, op, rk, epoch, 0)
 		e.storeError(ctx, w, op, rk, err, "begin transaction")
