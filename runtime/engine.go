@@ -279,9 +279,11 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request, op *operation, ne
 	case pass:
 		passThrough(w, r, next, in.bp)
 		return
-	case ref.status == 0 && op.wait > 0 && mountedTwice(w, e, &in):
-		// Asked before the claim when op waits: the claim would wait on
-		// the outer attempt, which waits on this one, until the wait ends.
+	case ref.status == 0 && (op.wait > 0 || op.transactional) && mountedTwice(w, e, &in):
+		// Asked before the claim when op waits, or claims in a
+		// transaction: the claim would wait on the outer attempt, which
+		// waits on this one, until the wait ends, or on its uncommitted
+		// record (MySQL's row lock) until the store bound does.
 		ref = mountedTwiceRefusal(op)
 	case ref.status == 0:
 		ref = e.claim(w, r, op, next, &in, &fq)
@@ -305,8 +307,8 @@ func mountedTwiceRefusal(op *operation) refusal {
 // mountedTwice reports whether w is (or wraps) the writer of an attempt
 // that holds the claim in's request would make, on the same store: the
 // middleware is mounted twice on this request's path. It is asked only of
-// a key found in progress (before the claim when the operation waits), so
-// it costs the other requests nothing. When it
+// a key found in progress (before the claim when the operation waits or
+// is transactional), so it costs the other requests nothing. When it
 // is, the outer attempt is declined (DoNotSave): the refusal written
 // through it is not the key's result, even under a save rule that takes
 // 5xx, where it would otherwise be replayed for the whole ttl after the

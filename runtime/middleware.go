@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -141,12 +142,30 @@ func newRouteTable(policies []*Policy, compile func(*Policy) (*operation, error)
 // match returns the matcher of a request's method and escaped path, and
 // the path parameters appended to buf; nil when no route matches.
 func (t routeTable) match(method, path string, buf []string) (*matcher, []string) {
-	for _, mt := range t[method] {
+	return matchRoutes(t[method], path, buf)
+}
+
+// matchRoutes is the first of mts (a method's matchers) that matches path,
+// and its path parameters, appended to buf.
+func matchRoutes(mts []*matcher, path string, buf []string) (*matcher, []string) {
+	for _, mt := range mts {
 		if params, ok := mt.route.match(path, buf); ok {
 			return mt, params
 		}
 	}
 	return nil, nil
+}
+
+// matchPath is the path that routes are matched against: u's escaped
+// path, whose segments routePattern.match unescapes. A path that was sent
+// without escapes (no RawPath) and holds no '%' is its own escaped form as
+// far as matching goes (every segment unescapes back to itself), so it is
+// used as it is, without escaping it first.
+func matchPath(u *url.URL) string {
+	if u.RawPath == "" && strings.IndexByte(u.Path, '%') < 0 {
+		return u.Path
+	}
+	return u.EscapedPath()
 }
 
 type middleware struct {
@@ -156,12 +175,13 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if len(m.routes[r.Method]) == 0 {
+	mts := m.routes[r.Method]
+	if len(mts) == 0 {
 		m.next.ServeHTTP(w, r)
 		return
 	}
 	var buf [8]string
-	if mt, params := m.routes.match(r.Method, r.URL.EscapedPath(), buf[:0]); mt != nil {
+	if mt, params := matchRoutes(mts, matchPath(r.URL), buf[:0]); mt != nil {
 		m.e.serve(w, r, mt.op, m.next, params)
 		return
 	}
@@ -179,7 +199,7 @@ func (h *wrapped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	path := r.URL.EscapedPath()
+	path := matchPath(r.URL)
 	var buf [8]string
 	for _, rp := range h.op.patterns {
 		if params, ok := rp.match(path, buf[:0]); ok {
@@ -192,7 +212,7 @@ func (h *wrapped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, name := range h.op.paramNames {
 		v := r.PathValue(name)
 		if v == "" {
-			params = append(buf[:0], "path:"+path)
+			params = append(buf[:0], "path:"+r.URL.EscapedPath())
 			break
 		}
 		params = append(params, v)

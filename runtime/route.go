@@ -106,8 +106,11 @@ func matchSeg(parts []policysyntax.Part, s string, vals []string) ([]string, boo
 		}
 		var v string
 		if k+1 < len(parts) {
+			if pos >= len(s) {
+				return vals, false
+			}
 			idx := strings.Index(s[pos+1:], parts[k+1].Text)
-			if pos >= len(s) || idx < 0 {
+			if idx < 0 {
 				return vals, false
 			}
 			v = s[pos : pos+1+idx]

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strconv"
 	"testing"
@@ -34,6 +35,8 @@ func TestRouteMatch(t *testing.T) {
 		{"/files/{name}.{ext}", "/files/report.q1.pdf", true, []string{"report", "q1.pdf"}},
 		{"/files/{name}.{ext}", "/files/.pdf", false, nil},
 		{"/files/{name}.{ext}", "/files/report.", false, nil},
+		{"/files/{name}.{ext}", "/files/", false, nil}, // an empty segment (this panicked)
+		{"/files/v{version}.{ext}", "/files/v", false, nil},
 		{"/files/v{version}", "/files/v2", true, []string{"2"}},
 		{"/files/v{version}", "/files/x2", false, nil},
 		{"/a/{x}/b/{y}", "/a/1/b/2", true, []string{"1", "2"}},
@@ -123,4 +126,43 @@ func randDecimal(r *rand.Rand, maxInt, maxFrac int) string {
 		}
 	}
 	return string(b)
+}
+
+// Matching the request's path as it is (matchPath, when it was sent
+// without escapes and holds no '%') finds what matching its escaped form
+// finds, with the same parameters, for any request target.
+func TestMatchPathAgreesWithEscapedPath(t *testing.T) {
+	routes := []string{"/orders/{id}", "/v1 beta/orders", "/files/{name}.{ext}", "/a/{x}/b/{y}", "/é/{x}", "/{x}"}
+	var pats []*routePattern
+	for _, rt := range routes {
+		rp, err := parseRoute(rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats = append(pats, rp)
+	}
+	alphabet := []string{"/", "a", "b", "orders", "files", "x.y", " ", "%20", "%2F", "%25", "%zz", "é", "%C3%A9", "+", ";", "?q", "#", "[", "]", "v1 beta", "v1%20beta", "'", "@", ":"}
+	r := rand.New(rand.NewPCG(5, 6))
+	seen := 0
+	for range 20000 {
+		target := "/"
+		for range 1 + r.IntN(6) {
+			target += alphabet[r.IntN(len(alphabet))]
+		}
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			continue
+		}
+		seen++
+		for _, rp := range pats {
+			wantP, wantOK := rp.match(u.EscapedPath(), nil)
+			gotP, gotOK := rp.match(matchPath(u), nil)
+			if gotOK != wantOK || !slices.Equal(gotP, wantP) {
+				t.Fatalf("%q (Path %q, RawPath %q) against %s: matchPath %v %q, escaped path %v %q", target, u.Path, u.RawPath, rp.template, gotOK, gotP, wantOK, wantP)
+			}
+		}
+	}
+	if seen < 10000 {
+		t.Fatalf("only %d request targets parsed", seen)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -72,10 +74,14 @@ type rechecker struct {
 	mu      sync.Mutex
 	next    time.Time // when the next re-check is due
 	running bool
-	refusal error // the latest re-check's policy verdict
-	runIDs  map[string]string
-	restart error     // the latest restart without persistence
-	until   time.Time // claims are refused until then for restart
+	refusal error // the policy verdict: the first of evicting
+	// evicting is each node's evicting policy (a *policyError; nil for
+	// noeviction) as it last answered: a node that did not answer keeps
+	// its verdict, a node no longer in the cluster loses it.
+	evicting map[string]error
+	runIDs   map[string]string
+	restart  error     // the latest restart without persistence
+	until    time.Time // claims are refused until then for restart
 }
 
 // err returns why claims are refused now (nil: they are not), starting a
@@ -101,37 +107,57 @@ func (r *rechecker) err(lease time.Duration, check func(context.Context) (map[st
 	return nil
 }
 
-// nodeState is what a re-check reads of one node.
+// nodeState is what a re-check reads of one node; the zero value (no
+// run_id) is a node that did not answer.
 type nodeState struct {
-	runID   string
-	uptime  time.Duration
-	aof     bool
-	primary bool
+	runID    string
+	uptime   time.Duration
+	aof      bool
+	primary  bool
+	evicting error // a *policyError, nil for noeviction
 }
 
-// run re-checks once. An error other than an evicting policy (the server
-// did not answer) keeps the previous verdict: the claims' own calls
-// report that.
+// run re-checks once. A node that did not answer keeps its previous
+// verdict (a standalone server's claims report that it does not answer),
+// so that on a cluster with a node down the verdict follows the others:
+// one cluster-wide error hid an evicting node behind another's timeout,
+// and kept a refusal after the evicting node was set back to noeviction.
 func (r *rechecker) run(check func(context.Context) (map[string]nodeState, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
 	defer cancel()
-	nodes, err := check(ctx)
+	nodes, _ := check(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.running = false
 	r.observe(nodes, time.Now())
-	switch {
-	case errors.Is(err, ErrEvictingPolicy):
-		if r.refusal == nil {
-			r.log.Error("idempotency store: refusing every claim (503) until maxmemory-policy is noeviction again", "err", err)
-		}
-		r.refusal = err
-	case err == nil:
-		if r.refusal != nil {
-			r.log.Info("idempotency store: maxmemory-policy is noeviction again; claims resume")
-		}
-		r.refusal = nil
+	if r.evicting == nil {
+		r.evicting = map[string]error{}
 	}
+	// A node not asked left the cluster, unless none was asked (the
+	// cluster's state could not be read): then nothing is known.
+	for addr := range r.evicting {
+		if _, ok := nodes[addr]; !ok && len(nodes) > 0 {
+			delete(r.evicting, addr)
+		}
+	}
+	for addr, n := range nodes {
+		if n.runID != "" {
+			r.evicting[addr] = n.evicting
+		}
+	}
+	var refusal error
+	for _, addr := range slices.Sorted(maps.Keys(r.evicting)) {
+		if refusal = r.evicting[addr]; refusal != nil {
+			break
+		}
+	}
+	switch {
+	case refusal != nil && r.refusal == nil:
+		r.log.Error("idempotency store: refusing every claim (503) until maxmemory-policy is noeviction again", "err", refusal)
+	case refusal == nil && r.refusal != nil:
+		r.log.Info("idempotency store: maxmemory-policy is noeviction again; claims resume")
+	}
+	r.refusal = refusal
 }
 
 // observe notes each node's run_id (the first time: the baseline) and, for
@@ -142,6 +168,9 @@ func (r *rechecker) observe(nodes map[string]nodeState, now time.Time) {
 		r.runIDs = map[string]string{}
 	}
 	for addr, n := range nodes {
+		if n.runID == "" {
+			continue // it did not answer
+		}
 		prev, seen := r.runIDs[addr]
 		r.runIDs[addr] = n.runID
 		// A replica that restarted resynchronised from its primary: it
@@ -168,17 +197,17 @@ func (r *rechecker) observe(nodes map[string]nodeState, now time.Time) {
 }
 
 // checkNodes reads the maxmemory-policy, run_id, uptime and persistence
-// of the store's server, or of every node of its cluster.
+// of the store's server, or of every node of its cluster: each node it
+// asked, the zero nodeState for one that did not answer, and the first
+// error of those.
 func (s *Store) checkNodes(ctx context.Context) (map[string]nodeState, error) {
 	var mu sync.Mutex
 	nodes := map[string]nodeState{}
 	check := func(ctx context.Context, c *redis.Client) error {
 		n, err := checkNode(ctx, c)
-		if n.runID != "" {
-			mu.Lock()
-			nodes[c.Options().Addr] = n
-			mu.Unlock()
-		}
+		mu.Lock()
+		nodes[c.Options().Addr] = n
+		mu.Unlock()
 		return err
 	}
 	if s.cluster != nil {
@@ -189,7 +218,8 @@ func (s *Store) checkNodes(ctx context.Context) (map[string]nodeState, error) {
 }
 
 // checkNode reads one node's settings (INFO, which works where CONFIG is
-// disabled): a policyError for an evicting maxmemory-policy.
+// disabled); an evicting maxmemory-policy is in the state (evicting), not
+// an error.
 func checkNode(ctx context.Context, c *redis.Client) (nodeState, error) {
 	text, err := c.Info(ctx, "server", "memory", "persistence", "replication").Result()
 	if err != nil {
@@ -200,7 +230,7 @@ func checkNode(ctx context.Context, c *redis.Client) (nodeState, error) {
 	n := nodeState{runID: info["run_id"], uptime: time.Duration(secs) * time.Second, aof: info["aof_enabled"] == "1",
 		primary: info["role"] == "master"}
 	if p := info["maxmemory_policy"]; p != "" && p != "noeviction" {
-		return n, &policyError{node: "server " + c.Options().Addr, policy: p}
+		n.evicting = &policyError{node: "server " + c.Options().Addr, policy: p}
 	}
 	return n, nil
 }
