@@ -117,6 +117,16 @@ type strayPlace struct {
 	exts  map[string]any
 	keys  []string // from the operation's key
 	where string   // for the message: "responses", "the 200 response"
+	// item names a parameter or server: the positions stop at their
+	// list (parameters, servers), which every item of it shares.
+	item string
+}
+
+// strayKey is an annotation reported by reportStray: where it is written,
+// and which.
+type strayKey struct {
+	pos        Pos
+	item, name string
 }
 
 // reportStray reports the idemgen extensions, exact or misspelt, written
@@ -135,10 +145,11 @@ func (b *builder) reportStray(places []strayPlace, base []string, owner string) 
 				continue
 			}
 			pos := b.at(append(append(slices.Clip(base), p.keys...), name)...)
-			if b.strayReported[pos] {
+			k := strayKey{pos, p.item, name}
+			if b.strayReported[k] {
 				continue
 			}
-			b.strayReported[pos] = true
+			b.strayReported[k] = true
 			what := name
 			if meant != name {
 				what += " (did you mean " + meant + "?)"
@@ -160,7 +171,7 @@ func strayPlaces(op *openapi3.Operation) []strayPlace {
 	var out []strayPlace
 	add := func(exts map[string]any, where string, keys ...string) {
 		if len(exts) > 0 {
-			out = append(out, strayPlace{exts, keys, where})
+			out = append(out, strayPlace{exts: exts, keys: keys, where: where})
 		}
 	}
 	addContent := func(c openapi3.Content, where string, keys ...string) {
@@ -210,12 +221,14 @@ func paramServerPlaces(params openapi3.Parameters, servers openapi3.Servers) []s
 	var out []strayPlace
 	for _, p := range params {
 		if p != nil && p.Value != nil && len(p.Value.Extensions) > 0 {
-			out = append(out, strayPlace{p.Value.Extensions, []string{"parameters"}, "the " + p.Value.In + " parameter " + p.Value.Name})
+			where := "the " + p.Value.In + " parameter " + p.Value.Name
+			out = append(out, strayPlace{exts: p.Value.Extensions, keys: []string{"parameters"}, where: where, item: where})
 		}
 	}
 	for _, s := range servers {
 		if s != nil && len(s.Extensions) > 0 {
-			out = append(out, strayPlace{s.Extensions, []string{"servers"}, "the server " + s.URL})
+			where := "the server " + s.URL
+			out = append(out, strayPlace{exts: s.Extensions, keys: []string{"servers"}, where: where, item: where})
 		}
 	}
 	return out

@@ -35,9 +35,9 @@ type builder struct {
 	// parent), in the order run found them; annotated are those that
 	// carry (or were given) an annotation.
 	refs []*opRef
-	// strayReported holds the positions of the annotations already
-	// reported as written where they are not read (reportStray).
-	strayReported map[Pos]bool
+	// strayReported holds the annotations already reported as written
+	// where they are not read (reportStray).
+	strayReported map[strayKey]bool
 	annotated     map[*opRef]bool
 	// optOuts are the operations deliberately left unprotected, and
 	// optOutReasons those that say why.
@@ -197,7 +197,7 @@ func (b *builder) run() {
 	}
 	b.checkExtNames(b.doc.Extensions, nil, "the document root", extEffect(false))
 	b.checkMisplacedDefaults()
-	b.refs, b.strayReported = nil, map[Pos]bool{}
+	b.refs, b.strayReported = nil, map[strayKey]bool{}
 	if b.doc.Paths != nil {
 		m := b.doc.Paths.Map()
 		for _, path := range slices.Sorted(maps.Keys(m)) {

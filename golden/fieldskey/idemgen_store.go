@@ -142,18 +142,26 @@ func checkSQLMode(mode string) error {
 }
 
 // uniqueKeys are the columns that a unique index of each table must cover,
-// whole and nothing else: the upserts (ON DUPLICATE KEY UPDATE) find the
-// row of a key through it. Without one (a table created by hand, by a tool
-// that dropped the primary key, or by CREATE TABLE ... AS SELECT), MySQL
-// inserts a second row instead, and concurrent claims of one key all
-// acquire it: the handler runs once per claim. With a prefix index
-// (idem_key(10)), keys that share the prefix are one row.
+// whole and nothing else, and what goes wrong without one (a table created
+// by hand, by a tool that dropped the key, or by CREATE TABLE ... AS
+// SELECT): the upserts (ON DUPLICATE KEY UPDATE) find the row of a key
+// through it (MarkProcessed's INSERT IGNORE skips a duplicate through
+// it), and the outbox's event ids are unique through it. With a
+// prefix index (idem_key(10)), keys that share the prefix are one row.
 var uniqueKeys = []struct {
-	table   string
-	columns []string
+	table        string
+	columns      []string // sorted
+	without, add string
 }{
-	{"idempotency_keys", []string{"idem_key", "principal", "scope"}},
-	{"idempotency_keys_processed", []string{"consumer", "message_id"}},
+	{"idempotency_keys", []string{"idem_key", "principal", "scope"},
+		"the upsert inserts a second row for a key instead of finding the first, and concurrent requests with one key all run their handler",
+		"ALTER TABLE idempotency_keys ADD PRIMARY KEY (scope, principal, idem_key)"},
+	{"idempotency_keys_processed", []string{"consumer", "message_id"},
+		"MarkProcessed inserts a second row for a message id, and its redelivery runs again",
+		"ALTER TABLE idempotency_keys_processed ADD PRIMARY KEY (consumer, message_id)"},
+	{"idempotency_keys_outbox", []string{"event_id"},
+		"AddEvents accepts an event id that the table already holds",
+		"ALTER TABLE idempotency_keys_outbox ADD UNIQUE KEY idempotency_keys_outbox_id (event_id)"},
 }
 
 // checkUniqueKeys refuses tables that lack the unique index of uniqueKeys
@@ -171,9 +179,8 @@ func checkUniqueKeys(ctx context.Context, db *sql.DB) error {
 		}
 		if !found {
 			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s), whole columns: "+
-				"without it the upsert inserts a second row for a key instead of finding the first, and concurrent requests with one key "+
-				"all run their handler; add it (see Schema: PRIMARY KEY (%s))",
-				want.table, strings.Join(want.columns, ", "), strings.Join(want.columns, ", "))
+				"without it %s; add it: %s",
+				want.table, strings.Join(want.columns, ", "), want.without, want.add)
 		}
 	}
 	return nil

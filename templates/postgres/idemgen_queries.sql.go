@@ -514,27 +514,55 @@ const serverState = `-- name: ServerState :one
 SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only,
        (to_regprocedure('idemgen_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire,
-       (to_regprocedure('idemgen_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx
+       (to_regprocedure('idemgen_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx,
+       ARRAY(SELECT t FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NULL)::text[] AS absent_tables,
+       ARRAY(SELECT w.t FROM unnest($1::text[]) WITH ORDINALITY AS w(t, n)
+             WHERE to_regclass(w.t) IS NOT NULL AND NOT EXISTS (
+                 SELECT FROM pg_catalog.pg_index i
+                 WHERE i.indrelid = to_regclass(w.t)
+                   AND i.indisunique AND i.indisvalid AND i.indimmediate
+                   AND i.indpred IS NULL AND i.indexprs IS NULL
+                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_collation c
+                                   WHERE c.oid = ANY (i.indcollation::oid[]) AND NOT c.collisdeterministic)
+                   AND ARRAY(SELECT a.attname::text COLLATE "C" FROM pg_catalog.pg_attribute a
+                             WHERE a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1])
+                             ORDER BY 1)
+                       = ARRAY(SELECT c COLLATE "C" FROM unnest(string_to_array(($2::text[])[w.n], ', ')) AS c ORDER BY 1)))::text[] AS unkeyed_tables
 `
 
-type ServerStateRow struct {
-	InRecovery bool
-	ReadOnly   bool
-	HasAcquire bool
-	HasClaimTx bool
+type ServerStateParams struct {
+	Tables     []string
+	KeyColumns []string
 }
 
-// ServerState tells whether the session can write to a primary, and
-// whether the schema has the claims' functions (idemgen_schema.sql), which
-// a schema applied by an earlier version lacks.
-func (q *Queries) ServerState(ctx context.Context) (ServerStateRow, error) {
-	row := q.db.QueryRow(ctx, serverState)
+type ServerStateRow struct {
+	InRecovery    bool
+	ReadOnly      bool
+	HasAcquire    bool
+	HasClaimTx    bool
+	AbsentTables  []string
+	UnkeyedTables []string
+}
+
+// ServerState tells whether the session can write to a primary, whether
+// the schema has the claims' functions (idemgen_schema.sql), which a
+// schema applied by an earlier version lacks, which of tables do not exist
+// (found as the statements find them, through search_path), and which
+// have no unique index on exactly the columns key_columns[i] (', '
+// separated) of tables[i] that ON CONFLICT can use and that tells keys
+// apart as the statements do: valid, not partial, not deferrable, on the
+// plain columns (INCLUDE columns aside), in any order, with no
+// nondeterministic collation (one that merges 'K' and 'k').
+func (q *Queries) ServerState(ctx context.Context, arg ServerStateParams) (ServerStateRow, error) {
+	row := q.db.QueryRow(ctx, serverState, arg.Tables, arg.KeyColumns)
 	var i ServerStateRow
 	err := row.Scan(
 		&i.InRecovery,
 		&i.ReadOnly,
 		&i.HasAcquire,
 		&i.HasClaimTx,
+		&i.AbsentTables,
+		&i.UnkeyedTables,
 	)
 	return i, err
 }

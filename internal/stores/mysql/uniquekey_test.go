@@ -7,11 +7,12 @@ import (
 )
 
 // TestNewStoreRefusesTableWithoutUniqueKey: NewStore refuses a key table
-// (or consumer table) without a unique index on exactly its key columns,
-// whole. Without one the claim's ON DUPLICATE KEY UPDATE inserts a second
+// (or consumer table, or outbox) without a unique index on exactly its key
+// columns, whole. Without one the claim's ON DUPLICATE KEY UPDATE inserts a second
 // row for the key: measured with the primary key dropped, 16 concurrent
 // claims of one key acquired it 7 to 12 times (20 keys), where it must be
-// once. A unique index in another column order is as good as the primary
+// once; without the outbox's index on event_id, AddEvents accepts an id
+// twice. A unique index in another column order is as good as the primary
 // key.
 func TestNewStoreRefusesTableWithoutUniqueKey(t *testing.T) {
 	db := newTestDB(t)
@@ -25,6 +26,10 @@ func TestNewStoreRefusesTableWithoutUniqueKey(t *testing.T) {
 		{"ALTER TABLE idempotency_keys ADD UNIQUE KEY by_key (idem_key, scope, principal)", ""},
 		{"ALTER TABLE idempotency_keys_processed DROP PRIMARY KEY", "idempotency_keys_processed"},
 		{"ALTER TABLE idempotency_keys_processed ADD PRIMARY KEY (consumer, message_id)", ""},
+		// Without any index of that name, preparing MarkSent (FORCE INDEX)
+		// fails; a non-unique one passed.
+		{"ALTER TABLE idempotency_keys_outbox DROP INDEX idempotency_keys_outbox_id, ADD KEY idempotency_keys_outbox_id (event_id)", "idempotency_keys_outbox"},
+		{"ALTER TABLE idempotency_keys_outbox DROP INDEX idempotency_keys_outbox_id, ADD UNIQUE KEY idempotency_keys_outbox_id (event_id)", ""},
 	} {
 		if _, err := conn.ExecContext(ctx, step.alter); err != nil {
 			t.Fatalf("%s: %v", step.alter, err)

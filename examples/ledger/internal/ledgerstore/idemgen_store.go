@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -67,27 +68,73 @@ var _ idemrt.ClaimTxStore = (*Store)(nil)
 
 // NewStore returns a store over pool. It refuses a server in recovery (a
 // replica) and sessions that are read-only: claims must be made on the
-// primary; and a schema without the claims' functions (one applied by an
-// earlier version), on which claims would fail. Options:
-// ProcessedRetention.
+// primary; a schema without the claims' functions (one applied by an
+// earlier version), on which claims would fail; and a schema without one of
+// its tables or their unique keys (see uniqueKeys). It checks all of it in
+// one round trip (ServerState). Options: ProcessedRetention.
 func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
-	st, err := sqlcNew(pool).ServerState(ctx)
+	var arg sqlcServerStateParams
+	for _, k := range uniqueKeys {
+		arg.Tables = append(arg.Tables, k.table)
+		arg.KeyColumns = append(arg.KeyColumns, k.columns)
+	}
+	st, err := sqlcNew(pool).ServerState(ctx, arg)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: checking the server: %w", err)
 	}
 	if err := checkPrimary(st.InRecovery, st.ReadOnly); err != nil {
 		return nil, err
 	}
+	if err := checkSchema(st); err != nil {
+		return nil, err
+	}
+	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
+	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
+}
+
+// uniqueKeys are the tables of the schema with the unique key that the
+// statements rely on (its columns as the schema declares them, the
+// statement that adds it, and what goes wrong without it). A table made by
+// hand, restored without its constraints or migrated by a tool that dropped
+// them lacks it; so does one whose index is partial, deferrable, invalid
+// (a failed CREATE INDEX CONCURRENTLY), on other or more columns, or with a
+// nondeterministic collation, which would make 'K' and 'k' one key.
+var uniqueKeys = []struct {
+	table, columns, add, without string
+}{
+	{"idempotency_keys", "scope, principal, idem_key",
+		"ALTER TABLE idempotency_keys ADD PRIMARY KEY (scope, principal, idem_key)",
+		"the claims' ON CONFLICT finds no index to decide on, so every claim fails (503)"},
+	{"idempotency_keys_processed", "consumer, message_id",
+		"ALTER TABLE idempotency_keys_processed ADD PRIMARY KEY (consumer, message_id)",
+		"MarkProcessed's ON CONFLICT finds no index to decide on, so every ProcessOnce fails"},
+	{"idempotency_keys_outbox", "event_id",
+		"CREATE UNIQUE INDEX idempotency_keys_outbox_id ON idempotency_keys_outbox (event_id)",
+		"AddEvents accepts an event id that the table already holds"},
+}
+
+// checkSchema refuses a schema without the claims' functions, or without
+// a table of uniqueKeys or its unique key, as ServerState found it.
+func checkSchema(st sqlcServerStateRow) error {
 	for _, f := range []struct {
 		has  bool
 		name string
 	}{{st.HasAcquire, "idempotency_keys_acquire"}, {st.HasClaimTx, "idempotency_keys_claim_tx"}} {
 		if !f.has {
-			return nil, errors.New("idempotency store: the schema lacks the function " + f.name + ", which the claims call: apply this version's idemgen_schema.sql (ApplySchema, or its CREATE OR REPLACE FUNCTION statements as a migration) before starting the service")
+			return errors.New("idempotency store: the schema lacks the function " + f.name + ", which the claims call: apply this version's idemgen_schema.sql (ApplySchema, or its CREATE OR REPLACE FUNCTION statements as a migration) before starting the service")
 		}
 	}
-	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
-	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
+	for _, k := range uniqueKeys {
+		switch {
+		case slices.Contains(st.AbsentTables, k.table):
+			return fmt.Errorf("idempotency store: the table %s does not exist (in the session's search_path): apply the schema first (ApplySchema, or idemgen_schema.sql as a migration)", k.table)
+		case slices.Contains(st.UnkeyedTables, k.table):
+			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s) "+
+				"(valid, not partial, not deferrable, plain columns with deterministic collations): without it %s; add it: %s",
+				k.table, k.columns, k.without, k.add)
+		}
+	}
+	return nil
 }
 
 func checkPrimary(inRecovery, readOnly bool) error {

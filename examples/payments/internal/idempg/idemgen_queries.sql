@@ -159,13 +159,32 @@ VALUES (sqlc.arg(consumer), sqlc.arg(message_id), statement_timestamp())
 ON CONFLICT (consumer, message_id) DO NOTHING;
 
 -- name: ServerState :one
--- ServerState tells whether the session can write to a primary, and
--- whether the schema has the claims' functions (idemgen_schema.sql), which
--- a schema applied by an earlier version lacks.
+-- ServerState tells whether the session can write to a primary, whether
+-- the schema has the claims' functions (idemgen_schema.sql), which a
+-- schema applied by an earlier version lacks, which of tables do not exist
+-- (found as the statements find them, through search_path), and which
+-- have no unique index on exactly the columns key_columns[i] (', '
+-- separated) of tables[i] that ON CONFLICT can use and that tells keys
+-- apart as the statements do: valid, not partial, not deferrable, on the
+-- plain columns (INCLUDE columns aside), in any order, with no
+-- nondeterministic collation (one that merges 'K' and 'k').
 SELECT pg_is_in_recovery() AS in_recovery,
        current_setting('transaction_read_only') = 'on' AS read_only,
        (to_regprocedure('idempotency_keys_acquire(varchar, bytea, varchar, bytea, integer, bigint, bigint)') IS NOT NULL)::boolean AS has_acquire,
-       (to_regprocedure('idempotency_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx;
+       (to_regprocedure('idempotency_keys_claim_tx(text, varchar, bytea, varchar, bigint, bigint, bytea, integer, bigint)') IS NOT NULL)::boolean AS has_claim_tx,
+       ARRAY(SELECT t FROM unnest(sqlc.arg(tables)::text[]) AS t WHERE to_regclass(t) IS NULL)::text[] AS absent_tables,
+       ARRAY(SELECT w.t FROM unnest(sqlc.arg(tables)::text[]) WITH ORDINALITY AS w(t, n)
+             WHERE to_regclass(w.t) IS NOT NULL AND NOT EXISTS (
+                 SELECT FROM pg_catalog.pg_index i
+                 WHERE i.indrelid = to_regclass(w.t)
+                   AND i.indisunique AND i.indisvalid AND i.indimmediate
+                   AND i.indpred IS NULL AND i.indexprs IS NULL
+                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_collation c
+                                   WHERE c.oid = ANY (i.indcollation::oid[]) AND NOT c.collisdeterministic)
+                   AND ARRAY(SELECT a.attname::text COLLATE "C" FROM pg_catalog.pg_attribute a
+                             WHERE a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1])
+                             ORDER BY 1)
+                       = ARRAY(SELECT c COLLATE "C" FROM unnest(string_to_array((sqlc.arg(key_columns)::text[])[w.n], ', ')) AS c ORDER BY 1)))::text[] AS unkeyed_tables;
 
 -- name: AddEvent :exec
 -- AddEvent writes one outbox event in the caller's transaction.

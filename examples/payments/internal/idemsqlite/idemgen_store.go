@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,9 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if busy <= 0 {
 		return nil, errors.New("idempotency store: SQLite busy_timeout is 0, so concurrent writers would fail at once; open the database with a busy timeout on every connection (modernc.org/sqlite: _pragma=busy_timeout(5000) in the DSN)")
 	}
+	if err := checkUniqueKeys(ctx, db); err != nil {
+		return nil, err
+	}
 	q, err := sqlcPrepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
@@ -115,6 +119,83 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 
 // Close releases the store's prepared statements (not db).
 func (s *Store) Close() error { return s.q.Close() }
+
+// uniqueKeys are the tables of the schema with the unique key that the
+// statements rely on (its columns, the statement that adds it, and what
+// goes wrong without it). A table made by hand or by CREATE TABLE ... AS
+// SELECT lacks it; so does one whose index is partial, on other or more
+// columns, on an expression, or with a collation other than BINARY (under
+// NOCASE 'K' and 'k' would be one key).
+var uniqueKeys = []struct {
+	table, without string
+	columns        []string
+}{
+	{"idempotency_keys", "the claims' ON CONFLICT matches no index, and no claim can be prepared",
+		[]string{"scope", "principal", "idem_key"}},
+	{"idempotency_keys_processed", "MarkProcessed's ON CONFLICT matches no index, and it cannot be prepared",
+		[]string{"consumer", "message_id"}},
+	{"idempotency_keys_outbox", "AddEvents accepts an event id that the table already holds",
+		[]string{"event_id"}},
+}
+
+// checkUniqueKeys refuses a schema without a table of uniqueKeys or its
+// unique key, naming the table and the index to add.
+func checkUniqueKeys(ctx context.Context, db *sql.DB) error {
+	for _, want := range uniqueKeys {
+		indexes, err := uniqueIndexes(ctx, db, want.table)
+		if err != nil {
+			return fmt.Errorf("idempotency store: checking the indexes of %s: %w", want.table, err)
+		}
+		if indexes == nil {
+			return fmt.Errorf("idempotency store: the table %s does not exist: apply the schema first (ApplySchema, or idemgen_schema.sql as a migration)", want.table)
+		}
+		sorted := slices.Clone(want.columns)
+		slices.Sort(sorted)
+		found := false
+		for _, cols := range indexes {
+			slices.Sort(cols)
+			found = found || slices.Equal(cols, sorted)
+		}
+		if !found {
+			cols := strings.Join(want.columns, ", ")
+			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s) "+
+				"(not partial, plain columns, BINARY collation): without it %s; add it: CREATE UNIQUE INDEX %s_key ON %s (%s), "+
+				"or re-create the table as Schema declares it",
+				want.table, cols, want.without, want.table, want.table, cols)
+		}
+	}
+	return nil
+}
+
+// uniqueIndexes returns the key columns of each unique index of table that
+// is not partial (its primary key's among them), in lower case, a column
+// under another collation than BINARY or an expression marked so that it
+// matches no column; nil when the table does not exist.
+func uniqueIndexes(ctx context.Context, db *sql.DB, table string) (map[string][]string, error) {
+	var columns int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?)", table).Scan(&columns); err != nil || columns == 0 {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT il.name, coalesce(ii.name, '(expression)'), ii.coll
+FROM pragma_index_list(?) AS il, pragma_index_xinfo(il.name) AS ii
+WHERE il."unique" AND NOT il.partial AND ii.key`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	indexes := map[string][]string{}
+	for rows.Next() {
+		var index, column, coll string
+		if err := rows.Scan(&index, &column, &coll); err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(coll, "BINARY") {
+			column += " COLLATE " + coll
+		}
+		indexes[index] = append(indexes[index], strings.ToLower(column))
+	}
+	return indexes, rows.Err()
+}
 
 func versionAtLeast(v string, major, minor int) bool {
 	var a, b int
