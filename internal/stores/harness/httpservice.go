@@ -118,31 +118,18 @@ type HTTPService struct {
 	routes   map[string]*routeStats
 	inflight atomic.Int64
 
-	connMu sync.Mutex
-	conns  map[net.Conn]bool // true: reading or serving a request
-	busy   int64
+	open atomic.Int64 // connections, with ConnState
 }
 
 // ConnState is an http.Server's ConnState hook: with it, Stats counts the
-// connections that are reading or serving a request (Busy).
-func (s *HTTPService) ConnState(c net.Conn, state http.ConnState) {
-	s.connMu.Lock()
-	defer s.connMu.Unlock()
-	if s.conns == nil {
-		s.conns = map[net.Conn]bool{}
+// server's open connections (Open).
+func (s *HTTPService) ConnState(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		s.open.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		s.open.Add(-1)
 	}
-	was, now := s.conns[c], state == http.StateNew || state == http.StateActive
-	switch {
-	case now && !was:
-		s.busy++
-	case was && !now:
-		s.busy--
-	}
-	if state == http.StateClosed || state == http.StateHijacked {
-		delete(s.conns, c)
-		return
-	}
-	s.conns[c] = now
 }
 
 // routeStats counts one route's answers.
@@ -180,11 +167,11 @@ type ServiceStats struct {
 	// InFlight is how many requests the service is serving, this one
 	// left out.
 	InFlight int64 `json:"inflight"`
-	// Busy is how many of the server's connections are reading or serving
-	// a request, this one's included (see ConnState): a request the
-	// server has read but not yet handed to the service counts here and
-	// not in InFlight. Zero unless the server reports to ConnState.
-	Busy   int64                 `json:"busy"`
+	// Open is how many connections the server has open, this request's
+	// included (see ConnState): a request that reached the server's
+	// socket but that it has not read yet counts in no other number, yet
+	// will be served. Zero unless the server reports to ConnState.
+	Open   int64                 `json:"open"`
 	Routes map[string]RouteStats `json:"routes"`
 }
 
@@ -437,10 +424,7 @@ func (s *HTTPService) Reset() {
 
 // Stats returns the counts of every route.
 func (s *HTTPService) Stats() ServiceStats {
-	s.connMu.Lock()
-	busy := s.busy
-	s.connMu.Unlock()
-	st := ServiceStats{InFlight: s.inflight.Load(), Busy: busy, Routes: map[string]RouteStats{}}
+	st := ServiceStats{InFlight: s.inflight.Load(), Open: s.open.Load(), Routes: map[string]RouteStats{}}
 	for path, rs := range s.routes {
 		rs.mu.Lock()
 		statuses := make(map[int]int64, len(rs.statuses))

@@ -148,9 +148,10 @@ func TestSavedRowPacking(t *testing.T) {
 	}
 }
 
-// TestHTTPServiceBusy: a request the server is still reading counts in
-// Busy, not in InFlight, until its answer.
-func TestHTTPServiceBusy(t *testing.T) {
+// TestHTTPServiceOpen: a connection counts in Open from its accept to its
+// close, whether it is sending a request, idle between two, or has a
+// request the server has not read.
+func TestHTTPServiceOpen(t *testing.T) {
 	svc, err := NewHTTPService(memBackend(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,32 +160,34 @@ func TestHTTPServiceBusy(t *testing.T) {
 	srv.Config.ConnState = svc.ConnState
 	srv.Start()
 	defer srv.Close()
+	open := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			st := svc.Stats()
+			if st.Open == want && st.InFlight == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("open %d, in flight %d; want open %d, none in flight", st.Open, st.InFlight, want)
+			}
+		}
+	}
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	busy := func(want int64) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			st := svc.Stats()
-			if st.Busy == want && st.InFlight == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("busy %d, in flight %d; want busy %d, none in flight", st.Busy, st.InFlight, want)
-			}
-		}
-	}
+	open(1)
 	if _, err := c.Write([]byte("POST /noop HTTP/1.1\r\nHost: x\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	busy(1)
+	open(1)
 	if _, err := c.Write([]byte("Content-Length: 0\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Read(make([]byte, 512)); err != nil {
 		t.Fatal(err)
 	}
-	busy(0)
+	open(1) // idle, kept alive
+	c.Close()
+	open(0)
 }

@@ -207,8 +207,13 @@ func (s *server) stop() error {
 	}
 }
 
+// closingClient is loadbench's own client of the server: a connection per
+// request, closed after it, so that the server's open connections other
+// than the stats request's are wrk's (see stats).
+var closingClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func getJSON(url string, v any) error {
-	resp, err := http.Get(url)
+	resp, err := closingClient.Get(url)
 	if err != nil {
 		return err
 	}
@@ -220,10 +225,10 @@ func getJSON(url string, v any) error {
 }
 
 // stats returns the server's counts once no request is in flight and no
-// connection but this request's is busy: the requests wrk left when it
-// stopped, read by the server or still being read, have been answered
-// (a request the server had read but not yet handed to the service was
-// counted in the next case's run, and failed it).
+// connection but this request's is open: wrk's connections are closed, so
+// every request wrk left when it stopped (answered, being read, or still
+// in the server's socket buffer) has been served and counted (one that had
+// not been was counted in the next case's run, and failed it).
 func (s *server) stats() (harness.ServiceStats, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -231,12 +236,12 @@ func (s *server) stats() (harness.ServiceStats, error) {
 		if err := getJSON(s.url+harness.StatsPath, &st); err != nil {
 			return st, err
 		}
-		// Busy counts this request's own connection.
-		if st.InFlight == 0 && st.Busy <= 1 {
+		// Open counts this request's own connection.
+		if st.InFlight == 0 && st.Open <= 1 {
 			return st, nil
 		}
 		if time.Now().After(deadline) {
-			return st, fmt.Errorf("the %s server still serves %d requests (%d connections busy) 30 s after wrk ended", s.dialect, st.InFlight, st.Busy)
+			return st, fmt.Errorf("the %s server still serves %d requests (%d connections open) 30 s after wrk ended", s.dialect, st.InFlight, st.Open)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -398,7 +403,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 // fetchProfile writes the CPU profile of the server at url over the next
 // d to path.
 func fetchProfile(url string, d time.Duration, path string) error {
-	resp, err := http.Get(fmt.Sprintf("%s%s?seconds=%d", url, profilePath, int(d.Seconds())))
+	resp, err := closingClient.Get(fmt.Sprintf("%s%s?seconds=%d", url, profilePath, int(d.Seconds())))
 	if err != nil {
 		return err
 	}
