@@ -28,7 +28,7 @@ func TestTxBound(t *testing.T) {
 	})
 	t.Run("lease after begun", func(t *testing.T) {
 		start := time.Now()
-		lease := start.Add(60 * time.Millisecond)
+		lease := start.Add(time.Second)
 		b := newTxBound(context.Background(), 20*time.Millisecond, lease)
 		defer b.release()
 		child, cancel := context.WithCancel(b) // database/sql's, for the transaction
@@ -38,10 +38,10 @@ func TestTxBound(t *testing.T) {
 		}
 		b.tick() // early (a pooled timer reused as it fired)
 		time.Sleep(30 * time.Millisecond)
-		if err := child.Err(); err != nil {
+		if err := child.Err(); err != nil && time.Now().Before(lease) {
 			t.Fatalf("ended at the call's bound after begun: %v", err)
 		}
-		if err := ended(t, child, time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		if err := ended(t, child, 5*time.Second); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("child Err %v", err)
 		}
 		if time.Now().Before(lease) {
