@@ -270,6 +270,23 @@ func TestEvictingPolicyRefused(t *testing.T) {
 	}
 }
 
+// recheckedHandler is a protected handler over a store on srv that
+// re-checks the server every 20 ms, logging to logs, once a first request
+// was answered 201.
+func recheckedHandler(t *testing.T, srv *harness.RedisServer) (st *redisstore.Store, h http.Handler, logs *logBuffer) {
+	t.Helper()
+	logs = &logBuffer{}
+	st, _ = newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
+	h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&runCounter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
+		t.Fatalf("the first request: %d", w.Code)
+	}
+	return st, h, logs
+}
+
 // TestEvictingPolicyRechecked: a maxmemory-policy changed to an evicting
 // one after New (CONFIG SET, a managed service's parameter) is found by
 // the store's re-check: every claim is then refused (503 with Retry-After,
@@ -277,16 +294,7 @@ func TestEvictingPolicyRefused(t *testing.T) {
 // the policy is noeviction again.
 func TestEvictingPolicyRechecked(t *testing.T) {
 	srv := harness.StartRedis(t)
-	var logs logBuffer
-	st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
-	var counter runCounter
-	h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&counter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
-		t.Fatalf("with noeviction: %d", w.Code)
-	}
+	st, h, logs := recheckedHandler(t, srv)
 	srv.MustCLI(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
 	// until answers the first response with status code to new keys, and
 	// how many requests ran their handler before it.
@@ -306,7 +314,7 @@ func TestEvictingPolicyRechecked(t *testing.T) {
 		return ran
 	}
 	ran := until(http.StatusServiceUnavailable)
-	_, err = st.Claim(context.Background(), idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "s", Key: "k"}, Lease: time.Second, TTL: time.Minute})
+	_, err := st.Claim(context.Background(), idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "s", Key: "k"}, Lease: time.Second, TTL: time.Minute})
 	if !errors.Is(err, redisstore.ErrEvictingPolicy) || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") {
 		t.Errorf("Claim under allkeys-lru: %v; want ErrEvictingPolicy naming the policy", err)
 	}
@@ -506,16 +514,7 @@ func TestRestartWithoutPersistenceRefuses(t *testing.T) {
 				args = []string{"--appendonly", "yes", "--appendfsync", "always"}
 			}
 			srv := harness.StartRedis(t, args...)
-			var logs logBuffer
-			st, _ := newStore(t, "redis://"+srv.Addr(), redisstore.Options{RecheckInterval: 20 * time.Millisecond, Logger: logs.logger()})
-			var counter runCounter
-			h, err := idemrt.Wrap(idemrt.Options{Store: st}, harness.Policy(false), bodyHandler(&counter))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w := harness.Do(h, harness.UniqueKey(t, "before")); w.Code != http.StatusCreated {
-				t.Fatalf("before the restart: %d", w.Code)
-			}
+			_, h, logs := recheckedHandler(t, srv)
 			srv.Kill()
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
