@@ -13,7 +13,9 @@ import (
 // claims of one key acquired it 7 to 12 times (20 keys), where it must be
 // once; without the outbox's index on event_id, AddEvents accepts an id
 // twice. A unique index in another column order is as good as the primary
-// key.
+// key. A key column of a character type (a table made by hand) is refused
+// too: under its collation 'K' and 'k', or 'k' and 'k ', are one key, so
+// two requests with different keys would share a record.
 func TestNewStoreRefusesTableWithoutUniqueKey(t *testing.T) {
 	db := newTestDB(t)
 	conn := db.open(t, nil)
@@ -24,6 +26,9 @@ func TestNewStoreRefusesTableWithoutUniqueKey(t *testing.T) {
 		{"ALTER TABLE idempotency_keys DROP PRIMARY KEY", "idempotency_keys"},
 		{"ALTER TABLE idempotency_keys ADD UNIQUE KEY by_prefix (scope, principal, idem_key(10))", "idempotency_keys"},
 		{"ALTER TABLE idempotency_keys ADD UNIQUE KEY by_key (idem_key, scope, principal)", ""},
+		{"ALTER TABLE idempotency_keys MODIFY idem_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL", "idempotency_keys"},
+		{"ALTER TABLE idempotency_keys MODIFY idem_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", "idempotency_keys"},
+		{"ALTER TABLE idempotency_keys MODIFY idem_key VARBINARY(255) NOT NULL", ""},
 		{"ALTER TABLE idempotency_keys_processed DROP PRIMARY KEY", "idempotency_keys_processed"},
 		{"ALTER TABLE idempotency_keys_processed ADD PRIMARY KEY (consumer, message_id)", ""},
 		// Without any index of that name, preparing MarkSent (FORCE INDEX)

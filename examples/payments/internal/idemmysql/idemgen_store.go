@@ -147,7 +147,9 @@ func checkSQLMode(mode string) error {
 // SELECT): the upserts (ON DUPLICATE KEY UPDATE) find the row of a key
 // through it (MarkProcessed's INSERT IGNORE skips a duplicate through
 // it), and the outbox's event ids are unique through it. With a
-// prefix index (idem_key(10)), keys that share the prefix are one row.
+// prefix index (idem_key(10)), keys that share the prefix are one row; on
+// a column of a character type, keys that its collation holds equal ('K'
+// and 'k', or 'k' and 'k ' under PAD SPACE, even utf8mb4_bin's) are.
 var uniqueKeys = []struct {
 	table        string
 	columns      []string // sorted
@@ -178,7 +180,7 @@ func checkUniqueKeys(ctx context.Context, db *sql.DB) error {
 			found = found || slices.Equal(cols, want.columns)
 		}
 		if !found {
-			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s), whole columns: "+
+			return fmt.Errorf("idempotency store: the table %s has no PRIMARY KEY or UNIQUE index on exactly (%s), whole columns of binary types: "+
 				"without it %s; add it: %s",
 				want.table, strings.Join(want.columns, ", "), want.without, want.add)
 		}
@@ -187,10 +189,14 @@ func checkUniqueKeys(ctx context.Context, db *sql.DB) error {
 }
 
 // uniqueIndexes returns the columns of each unique index of table, in
-// lower case, a prefix-indexed one marked "(prefix)".
+// lower case, marked so that they match no column of uniqueKeys when the
+// index holds a prefix of it ("(prefix)") or it has a collation (a
+// character type: "(collated)"); an expression is "(expression)".
 func uniqueIndexes(ctx context.Context, db *sql.DB, table string) (map[string][]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART IS NULL FROM information_schema.STATISTICS "+
-		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0", table)
+	rows, err := db.QueryContext(ctx, "SELECT s.INDEX_NAME, coalesce(s.COLUMN_NAME, '(expression)'), s.SUB_PART IS NULL, "+
+		"coalesce(c.COLLATION_NAME, 'binary') = 'binary' FROM information_schema.STATISTICS s "+
+		"LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME "+
+		"WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = ? AND s.NON_UNIQUE = 0", table)
 	if err != nil {
 		return nil, err
 	}
@@ -198,12 +204,15 @@ func uniqueIndexes(ctx context.Context, db *sql.DB, table string) (map[string][]
 	indexes := map[string][]string{}
 	for rows.Next() {
 		var index, column string
-		var whole bool
-		if err := rows.Scan(&index, &column, &whole); err != nil {
+		var whole, binary bool
+		if err := rows.Scan(&index, &column, &whole, &binary); err != nil {
 			return nil, err
 		}
 		if !whole {
 			column += "(prefix)"
+		}
+		if !binary {
+			column += "(collated)"
 		}
 		indexes[index] = append(indexes[index], strings.ToLower(column))
 	}
