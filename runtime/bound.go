@@ -134,6 +134,16 @@ func (bt *boundTimer) fire() {
 	}
 }
 
+// put stops bt and returns it to the pool. Its bound no longer ticks:
+// only the bound that took bt from the pool has set it, so it is the one
+// cleared here.
+func (bt *boundTimer) put() {
+	bt.cur.Store(nil)
+	bt.tx.Store(nil)
+	bt.t.Stop()
+	boundTimers.Put(bt)
+}
+
 // newStoreBound bounds a store call made with parent to d.
 func newStoreBound(parent context.Context, d time.Duration) *storeBound {
 	now := time.Now()
@@ -184,9 +194,7 @@ func (b *storeBound) release() {
 	}
 	if bt := b.timer; bt != nil {
 		b.timer = nil
-		bt.cur.CompareAndSwap(b, nil)
-		bt.t.Stop()
-		boundTimers.Put(bt)
+		bt.put()
 	}
 	b.end(context.Canceled)
 }

@@ -302,9 +302,10 @@ func mountedTwiceRefusal(op *operation) refusal {
 
 // mountedTwice reports whether w is (or wraps) the writer of an attempt
 // that holds the claim in's request would make, on the same store: the
-// middleware is mounted twice on this request's path. It is asked only of
-// a key found in progress (before the claim when the operation waits or
-// is transactional), so it costs the other requests nothing. When it
+// middleware is mounted twice on this request's path. It is asked of a
+// key found in progress, and before every claim of an operation that waits
+// or is transactional (see serve): the other operations' requests that do
+// not find their key in progress do not pay for it. When it
 // is, the outer attempt is declined (DoNotSave): the refusal written
 // through it is not the key's result, even under a save rule that takes
 // 5xx, where it would otherwise be replayed for the whole ttl after the

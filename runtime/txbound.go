@@ -105,9 +105,7 @@ func (b *txBound) release() {
 func (b *txBound) putTimer() {
 	if bt := b.timer; bt != nil {
 		b.timer = nil
-		bt.tx.CompareAndSwap(b, nil)
-		bt.t.Stop()
-		boundTimers.Put(bt)
+		bt.put()
 	}
 }
 

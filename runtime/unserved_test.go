@@ -85,8 +85,7 @@ func TestMountedTwice(t *testing.T) {
 		inner.ServeHTTP(unwrapper{w}, r)
 	}))
 	wantProblem(t, do(rw, req{key: "k2", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
-	// With a wait, the inner one waits for the outer one (which waits for
-	// it) until the wait ends, then answers the same.
+	// With a wait, the same (at once: TestMountedTwiceDoesNotWait).
 	waiting := policy(func(p *idemrt.Policy) { p.Wait = 50 * time.Millisecond })
 	nested := wrap(t, idemrt.Options{Store: st}, waiting, wrap(t, idemrt.Options{Store: st}, waiting, h))
 	wantProblem(t, do(nested, req{key: "k3", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)

@@ -34,7 +34,8 @@ type HTTPBackend struct {
 	// Save writes a saved response under id into the backend's table
 	// "saved (id, v, expires_at)", v one column (see SavedRow.Pack), and
 	// GetSaved reads v back, by its primary key, when it expires after now:
-	// the replay floor's table (floor-replay). Nil leaves that floor out.
+	// the replay floor's table (floor-replay). Both nil leave that floor out;
+	// one alone is refused.
 	Save     func(ctx context.Context, id string, v []byte, expires time.Time) error
 	GetSaved func(ctx context.Context, id string, now time.Time) ([]byte, error)
 }
@@ -197,6 +198,12 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 	if hb.Store == nil || hb.Insert == nil || hb.Get == nil {
 		return nil, errors.New("harness: an HTTPBackend needs Store, Insert and Get")
 	}
+	// The replay floor needs both: one alone would leave floor-replay out
+	// without a word.
+	saved := hb.Save != nil
+	if saved != (hb.GetSaved != nil) {
+		return nil, errors.New("harness: an HTTPBackend sets Save and GetSaved together, or neither")
+	}
 	s := &HTTPService{
 		Prefix: fmt.Sprintf("r%d", time.Now().UnixNano()),
 		hb:     hb,
@@ -243,7 +250,7 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 	})
 	s.handle(http.MethodPost, "/post-get", postGet(hb.Get))
 	s.handle(http.MethodPost, "/noop", noop)
-	if hb.Save != nil && hb.GetSaved != nil {
+	if saved {
 		s.handle(http.MethodPost, "/floor-replay", floorReplay(hb.GetSaved))
 	}
 	s.Cases = []HTTPCase{
@@ -258,7 +265,7 @@ func NewHTTPService(hb HTTPBackend, floors []HTTPFloor) (*HTTPService, error) {
 		{Name: "mem-replay", Method: "POST", Path: "/mem/charges", Key: ReplayKey, Status: 201, Replayed: true},
 	}
 	s.Ratios = append([][2]string(nil), httpRatios...)
-	if hb.Save != nil && hb.GetSaved != nil {
+	if saved {
 		s.Cases = append(s.Cases, HTTPCase{Name: "floor-replay", Method: "POST", Path: "/floor-replay", Key: RowKey, Status: 201, Replayed: true, Runs: true})
 		s.Ratios = append(s.Ratios, [2]string{"replay", "floor-replay"}, [2]string{"floor-replay", "get"})
 	}

@@ -191,3 +191,26 @@ func TestHTTPServiceOpen(t *testing.T) {
 	c.Close()
 	open(0)
 }
+
+// TestHTTPServiceSavedPair: a backend with only one of Save and GetSaved
+// is refused, rather than run without floor-replay.
+func TestHTTPServiceSavedPair(t *testing.T) {
+	onlySave, onlyGet := memBackend(), memBackend()
+	onlySave.GetSaved, onlyGet.Save = nil, nil
+	for name, hb := range map[string]HTTPBackend{"Save alone": onlySave, "GetSaved alone": onlyGet} {
+		if _, err := NewHTTPService(hb, nil); err == nil {
+			t.Errorf("%s: NewHTTPService accepted it", name)
+		}
+	}
+	neither := memBackend()
+	neither.Save, neither.GetSaved = nil, nil
+	svc, err := NewHTTPService(neither, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range svc.Cases {
+		if c.Name == "floor-replay" {
+			t.Error("a backend without the saved table has the floor-replay case")
+		}
+	}
+}
