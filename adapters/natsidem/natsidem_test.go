@@ -484,3 +484,35 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Error("New accepted a nil handler")
 	}
 }
+
+// Two different messages whose body ids are strings that encoding/json
+// decodes to the same text (invalid UTF-8, lone surrogate escapes: each
+// becomes U+FFFD) must not share an id: the second would be acked as a
+// duplicate of the first and never handled. They are refused instead.
+func TestBodyIDsThatDecodeAlikeAreRefused(t *testing.T) {
+	msgtest.Each(t, func(t *testing.T, b *msgtest.Backend) {
+		e := newEnv(t, 10*time.Second)
+		var c counts
+		p, err := New(Config{Store: b.Store, Consumer: "ledger", ID: BodyID("/id"), DeadLetterSubject: e.Dead, DeadLetterPublisher: e.js, Hooks: c.hooks()},
+			func(ctx context.Context, msg jetstream.Msg) error { return b.Write(ctx, "x") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, p, e.consumer)
+		bodies := []string{"{\"id\":\"a\xff\"}", "{\"id\":\"a\xfe\"}", `{"id":"a\ud800"}`, `{"id":"a\udbff"}`, `{"id":"\udc00\ud800"}`}
+		for _, body := range bodies {
+			e.publish(t, body)
+		}
+		e.publish(t, `{"id":"a\ud83d\ude00"}`) // a valid pair: handled
+		eventually(t, 10*time.Second, "every message settled", func() bool {
+			return c.refused.Load()+c.processed.Load()+c.duplicate.Load() == int64(len(bodies)+1)
+		})
+		e.settled(t)
+		if c.duplicate.Load() != 0 {
+			t.Errorf("%d different messages were acked as duplicates of another: never handled", c.duplicate.Load())
+		}
+		if c.refused.Load() != int64(len(bodies)) || c.processed.Load() != 1 {
+			t.Errorf("refused %d, processed %d; want %d refused (ambiguous ids) and 1 processed", c.refused.Load(), c.processed.Load(), len(bodies))
+		}
+	})
+}
