@@ -28,6 +28,9 @@ type engine struct {
 	// inProcess is set for the MemoryStore, whose calls take a mutex and
 	// never wait on I/O: bounding them would only cost a timer per call.
 	inProcess bool
+	// storeID tells the store's records apart (see storeIdentity): two
+	// engines with the same non-nil storeID claim the same records.
+	storeID any
 	// inflight holds the lease end (time.Time) of every one-commit attempt
 	// (claimTx) of this middleware, by RecordKey, while it runs: a
 	// duplicate that BeginClaim reports InProgress without a lease (the
@@ -315,7 +318,7 @@ func mountedTwice(w http.ResponseWriter, e *engine, in *claimInput) bool {
 	for range maxUnwrap {
 		switch x := w.(type) {
 		case *captureWriter:
-			if x.rk != in.req.RecordKey || !sameStore(x.e.store, e.store) {
+			if x.rk != in.req.RecordKey || e.storeID == nil || x.e.storeID != e.storeID {
 				return false
 			}
 			x.decline()
@@ -329,11 +332,23 @@ func mountedTwice(w http.ResponseWriter, e *engine, in *claimInput) bool {
 	return false
 }
 
-// sameStore reports whether a and b are the same store (false for a store
-// type that cannot be compared).
-func sameStore(a, b Store) bool {
-	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta != nil && ta.Comparable() && a == b
+// storeIdentity is what engines compare to tell whether two stores claim
+// the same records (mountedTwice), decided once, at start-up: the store's
+// StoreIdentity when it has one (two values over one table of one
+// database), else the store itself when it can be compared (a pointer: the
+// MemoryStore), else nil (never the same).
+func storeIdentity(s Store) any {
+	if si, ok := s.(StoreIdentifier); ok {
+		if id := si.StoreIdentity(); id != "" {
+			return id
+		}
+	}
+	if v := reflect.ValueOf(s); v.IsValid() && v.Comparable() {
+		// Comparable as a value (reflect looks into interface fields):
+		// comparing it with == cannot panic.
+		return s
+	}
+	return nil
 }
 
 // prepare checks r and computes what claiming its key needs, before

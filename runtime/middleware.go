@@ -231,6 +231,7 @@ func newEngine(opts Options) (*engine, error) {
 	e.txStore, _ = opts.Store.(TxStore)
 	e.claimTx, _ = opts.Store.(ClaimTxStore)
 	_, e.inProcess = opts.Store.(*MemoryStore)
+	e.storeID = storeIdentity(opts.Store)
 	e.ring, e.replayPlaintext = opts.Encryption, opts.ReplayPlaintext
 	return e, nil
 }

@@ -127,6 +127,22 @@ type Store interface {
 	Sweep(ctx context.Context, limit int) (int, error)
 }
 
+// StoreIdentifier is a Store that names the records it keeps, so that two
+// Store values over the same table of the same database are known to be
+// one store: a wrapper mounted inside another one for the same key (each
+// with its own value) answers 500 mounted-twice rather than 409 in-progress
+// for ever (docs/contract.md §1). Without it, stores are the same when they
+// are the same value (the same pointer).
+type StoreIdentifier interface {
+	// StoreIdentity names the records the store claims: the database (a
+	// server's own identity, not an address it was reached by, where the
+	// database has one) and the table, decided when the store was made.
+	// Two stores with the same non-empty identity claim the same records;
+	// two over different records must never have the same one. "" means
+	// unknown. The runtime asks it once, at start-up.
+	StoreIdentity() string
+}
+
 // TxStore is a Store that supports transactional mode: the handler's own
 // writes and the completion commit in one database transaction.
 type TxStore interface {

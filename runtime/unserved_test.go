@@ -96,6 +96,59 @@ func TestMountedTwice(t *testing.T) {
 	}
 }
 
+// namedStore is a Store value of its own over a shared MemoryStore, named
+// by id (StoreIdentifier): as two NewStore values over one database table.
+type namedStore struct {
+	*idemrt.MemoryStore
+	id string
+}
+
+func (s *namedStore) StoreIdentity() string { return s.id }
+
+// unnamed is a Store that cannot be compared (a slice field), identified
+// by nothing: it is never the same store as another.
+type unnamed struct {
+	*idemrt.MemoryStore
+	_ []int
+}
+
+// Two Store values with one identity (StoreIdentifier) are one store:
+// mounted twice over them answers 500 mounted-twice, not 409 in-progress
+// for ever. Two values with different identities, an identity left empty
+// (unknown: the values are compared) or a store that cannot be compared
+// claim apart, as over two stores.
+func TestMountedTwiceOverTwoValuesOfOneStore(t *testing.T) {
+	shared := idemrt.NewMemoryStore()
+	nested := func(a, b idemrt.Store, h http.Handler) http.Handler {
+		return wrap(t, idemrt.Options{Store: a}, policy(), wrap(t, idemrt.Options{Store: b}, policy(), h))
+	}
+	h := &counting{}
+	same := nested(&namedStore{shared, "db/table"}, &namedStore{shared, "db/table"}, h)
+	for range 2 {
+		wantProblem(t, do(same, req{key: "k1", body: `{"a":1}`}), http.StatusInternalServerError, idemrt.ProblemMountedTwice)
+	}
+	if h.calls.Load() != 0 {
+		t.Errorf("handler ran %d times", h.calls.Load())
+	}
+	for _, tc := range []struct {
+		name string
+		a, b idemrt.Store
+	}{
+		{"two identities", &namedStore{idemrt.NewMemoryStore(), "db/a"}, &namedStore{idemrt.NewMemoryStore(), "db/b"}},
+		{"unknown identity", &namedStore{idemrt.NewMemoryStore(), ""}, &namedStore{idemrt.NewMemoryStore(), ""}},
+		{"not comparable", unnamed{MemoryStore: idemrt.NewMemoryStore()}, unnamed{MemoryStore: idemrt.NewMemoryStore()}},
+	} {
+		h := &counting{}
+		if w := do(nested(tc.a, tc.b, h), req{key: "k1", body: `{"a":1}`}); w.Code != http.StatusCreated || h.calls.Load() != 1 {
+			t.Errorf("%s: %d, %d runs; want 201 and 1", tc.name, w.Code, h.calls.Load())
+		}
+	}
+	// The same non-comparable store in both: in-progress is all it can
+	// say, and comparing does not panic.
+	u := unnamed{MemoryStore: shared}
+	wantProblem(t, do(nested(u, u, &counting{}), req{key: "k9", body: `{"a":1}`}), http.StatusConflict, idemrt.ProblemInProgress)
+}
+
 // The mounted-twice refusal goes out through the outer wrapper's attempt,
 // which does not save it even when its save rule takes 5xx: saved, it
 // would be replayed to every retry of the key for the whole ttl, after the

@@ -329,3 +329,32 @@ func TestStoreKeepsTransactions(t *testing.T) {
 		t.Fatalf("got %d, handle %v", w.Code, handle)
 	}
 }
+
+type namedStore struct {
+	*idemrt.MemoryStore
+	id string
+}
+
+func (s namedStore) StoreIdentity() string { return s.id }
+
+// The timed store keeps its store's identity (idemrt.StoreIdentifier), so
+// that the runtime knows two timed stores of one table for one store (a
+// wrapper mounted twice over them answers 500 mounted-twice).
+func TestStoreKeepsIdentity(t *testing.T) {
+	m, err := otelidem.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []idemrt.Store{namedStore{idemrt.NewMemoryStore(), "db/table"}, txStore{idemrt.NewMemoryStore()}} {
+		want := ""
+		if si, ok := st.(idemrt.StoreIdentifier); ok {
+			want = si.StoreIdentity()
+		}
+		si, ok := m.Store(st).(idemrt.StoreIdentifier)
+		if !ok {
+			t.Errorf("%T: the timed store has no StoreIdentity", st)
+		} else if got := si.StoreIdentity(); got != want {
+			t.Errorf("%T: timed store's identity %q, want %q", st, got, want)
+		}
+	}
+}

@@ -69,6 +69,16 @@ type timedStore struct {
 	m *Metrics
 }
 
+// StoreIdentity is s's (idemrt.StoreIdentifier), so that the runtime knows
+// the timed store and s, or two timed stores of s, for one store; "" when s
+// has none.
+func (t timedStore) StoreIdentity() string {
+	if si, ok := t.s.(idemrt.StoreIdentifier); ok {
+		return si.StoreIdentity()
+	}
+	return ""
+}
+
 func (t timedStore) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.ClaimResult, error) {
 	start := time.Now()
 	res, err := t.s.Claim(ctx, req)

@@ -66,6 +66,7 @@ type Store struct {
 	held      sync.Map      // idemrt.RecordKey -> *heldKey: keys of this store's running transactional attempts
 	busy      time.Duration // the connection's busy_timeout
 	retention time.Duration // of processed message ids; see ProcessedRetention
+	identity  string        // see StoreIdentity
 }
 
 var _ idemrt.ClaimTxStore = (*Store)(nil)
@@ -110,12 +111,28 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err := checkUniqueKeys(ctx, db); err != nil {
 		return nil, err
 	}
+	var file string
+	if err := db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		return nil, fmt.Errorf("idempotency store: reading the database's file: %w", err)
+	}
 	q, err := sqlcPrepare(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency store: preparing statements (apply the schema first, see ApplySchema): %w", err)
 	}
-	return newStore(&Store{db: db, q: q, turn: make(chan struct{}, 1), busy: time.Duration(busy) * time.Millisecond}, opts), nil
+	s := &Store{db: db, q: q, turn: make(chan struct{}, 1), busy: time.Duration(busy) * time.Millisecond}
+	if file != "" {
+		s.identity = "sqlite:" + file + "/idempotency_keys"
+	}
+	return newStore(s, opts), nil
 }
+
+// StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
+// as NewStore read them from the server: the database's file (as SQLite names it: its full
+// path) and the table; "" (unknown: the runtime compares Store values)
+// for a database without a file. Two stores over one table
+// have the same identity whatever values they are, so that the runtime
+// knows a wrapper mounted inside another one over the same table.
+func (s *Store) StoreIdentity() string { return s.identity }
 
 // Close releases the store's prepared statements (not db).
 func (s *Store) Close() error { return s.q.Close() }

@@ -42,6 +42,13 @@ func TestStandalone(t *testing.T) {
 		harness.StormProcesses(t, b, starter(dsn), 8)
 	})
 	t.Run("LargeResponse", func(t *testing.T) { harness.LargeResponse(t, st) })
+	t.Run("MountedTwice", func(t *testing.T) {
+		// Two stores (clients) of one server and prefix are one store to
+		// the runtime; another prefix is another.
+		other, _ := newStore(t, dsn, redisstore.Options{})
+		elsewhere, _ := newStore(t, dsn, redisstore.Options{Prefix: "idem-other:"})
+		harness.MountedTwice(t, st, other, elsewhere, false)
+	})
 	t.Run("ServerClock", func(t *testing.T) {
 		other, _ := newStore(t, dsn, redisstore.Options{})
 		harness.DatabaseClock(t, st, other, func(ctx context.Context, key string) (time.Duration, error) {

@@ -125,6 +125,7 @@ type Store struct {
 	waitFor time.Duration
 	// recheck re-reads the servers' maxmemory-policy and run_id (recheck.go).
 	recheck rechecker
+	identity string // see StoreIdentity
 }
 
 var _ idemrt.Store = (*Store)(nil)
@@ -181,6 +182,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	default:
 		return nil, fmt.Errorf("idempotency store: unsupported Redis client %T (want *redis.Client or *redis.ClusterClient)", client)
 	}
+	s.identity = identity(client, s.prefix)
 	s.recheck.every, s.recheck.log = opts.RecheckInterval, log
 	if s.recheck.every == 0 {
 		s.recheck.every = DefaultRecheckInterval
@@ -192,6 +194,29 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 		s.recheck.next = time.Now().Add(s.recheck.every)
 	}
 	return s, nil
+}
+
+// StoreIdentity names the records the store keeps (idemrt.StoreIdentifier):
+// the server's address and database, or the cluster's seed addresses
+// (sorted), and the key prefix; "" (unknown: the runtime compares Store
+// values instead) for a Sentinel failover client, whose primary moves. Two
+// stores with one identity are one store to the runtime, so that it knows
+// a wrapper mounted inside another one over the same records.
+func (s *Store) StoreIdentity() string { return s.identity }
+
+func identity(client redis.UniversalClient, prefix string) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		o := c.Options()
+		if o.Addr == "FailoverClient" { // go-redis's name for it
+			return ""
+		}
+		return fmt.Sprintf("redis:%s/%d/%s", o.Addr, o.DB, prefix)
+	case *redis.ClusterClient:
+		addrs := slices.Sorted(slices.Values(c.Options().Addrs))
+		return "redis-cluster:" + strings.Join(addrs, ",") + "/" + prefix
+	}
+	return ""
 }
 
 // checkPrimary refuses a replica, an evicting maxmemory-policy, and in

@@ -40,3 +40,12 @@ func TestMountedTwiceTransactional(t *testing.T) {
 		t.Errorf("the handler ran %d times", ran)
 	}
 }
+
+// TestMountedTwiceOverTwoStores: two NewStore values over one database
+// (each with its own *sql.DB) are one store to the runtime; a wrapper
+// mounted twice over them answers 500 mounted-twice, not 409 in-progress
+// for ever. A store of another database of the server is another.
+func TestMountedTwiceOverTwoStores(t *testing.T) {
+	db := newTestDB(t)
+	harness.MountedTwice(t, db.store(t), db.store(t), newTestDB(t).store(t), true)
+}

@@ -62,6 +62,7 @@ type Store struct {
 	// inlineClaim: BeginClaim sends ClaimTx whole, not an EXECUTE of it
 	// prepared on the connection (see pgkit.BeginClaim).
 	inlineClaim bool
+	identity    string // see StoreIdentity
 }
 
 var _ idemrt.ClaimTxStore = (*Store)(nil)
@@ -89,7 +90,27 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 		return nil, err
 	}
 	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
-	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline}, opts), nil
+	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline, identity: identity(ctx, pool)}, opts), nil
+}
+
+// StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
+// as NewStore read them from the server: the cluster's system identifier (the same through
+// any address, pooler or proxy), the database and the table's oid in it
+// (the table search_path finds, as the statements do). Two stores over one table
+// have the same identity whatever values they are, so that the runtime
+// knows a wrapper mounted inside another one over the same table.
+func (s *Store) StoreIdentity() string { return s.identity }
+
+// identity reads StoreIdentity's parts; "" (unknown: the runtime compares
+// Store values instead) when the server does not tell them, for example
+// when pg_control_system is not granted to the role.
+func identity(ctx context.Context, pool *pgxpool.Pool) string {
+	var id string
+	err := pool.QueryRow(ctx, "SELECT concat_ws('/', (SELECT system_identifier FROM pg_control_system()), current_database(), to_regclass('idempotency_keys')::oid)").Scan(&id)
+	if err != nil {
+		return ""
+	}
+	return "postgres:" + id
 }
 
 // uniqueKeys are the tables of the schema with the unique key that the

@@ -61,6 +61,7 @@ type Store struct {
 	db        *sql.DB
 	q         *sqlcQueries
 	retention time.Duration // of processed message ids; see ProcessedRetention
+	identity  string        // see StoreIdentity
 }
 
 var _ idemrt.ClaimTxStore = (*Store)(nil)
@@ -94,8 +95,9 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err := checkPrimary(vars); err != nil {
 		return nil, err
 	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+	var mode, server string
+	var schema sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode, CONCAT(@@hostname, ':', @@port), DATABASE()").Scan(&mode, &server, &schema); err != nil {
 		return nil, fmt.Errorf("idempotency store: checking the session: %w", err)
 	}
 	if err := checkSQLMode(mode); err != nil {
@@ -113,8 +115,16 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		q.Close()
 		return nil, err
 	}
-	return newStore(&Store{db: db, q: q}, opts), nil
+	return newStore(&Store{db: db, q: q, identity: "mysql:" + server + "/" + schema.String + ".idempotency_keys"}, opts), nil
 }
+
+// StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
+// as NewStore read them from the server: the server's host name and port (as the server
+// names itself, not as it was reached), the session's database and the
+// table. Two stores over one table
+// have the same identity whatever values they are, so that the runtime
+// knows a wrapper mounted inside another one over the same table.
+func (s *Store) StoreIdentity() string { return s.identity }
 
 // Close releases the store's prepared statements (not db).
 func (s *Store) Close() error { return s.q.Close() }
