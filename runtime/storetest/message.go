@@ -52,6 +52,7 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"OutboxSweep", outboxSweep},
 		{"RelaysOnOneTable", relaysOnOneTable},
 		{"RelayCrashRepublishes", relayCrashRepublishes},
+		{"RelayPublishesWithinTheLease", relayPublishesWithinTheLease},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -644,3 +645,74 @@ func relayCrashRepublishes(t *testing.T, st MessagingStore) {
 		t.Fatalf("RunOnce = %d, %v; want nothing left", n, err)
 	}
 }
+
+// slowClaim is an outbox whose claims answer late (a slow network, a
+// pause of the relay's process): the lease starts at the database when the
+// claim runs, well before the relay sees the events.
+type slowClaim struct {
+	MessagingStore
+	delay  time.Duration
+	mu     sync.Mutex
+	starts []time.Time // when each claim was sent
+}
+
+func (s *slowClaim) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
+	s.mu.Lock()
+	s.starts = append(s.starts, time.Now())
+	s.mu.Unlock()
+	evs, err := s.MessagingStore.ClaimEvents(ctx, limit, lease)
+	time.Sleep(s.delay)
+	return evs, err
+}
+
+// relayPublishesWithinTheLease: a relay publishes a claimed batch only
+// while the claim's lease lasts, counted from when the claim was sent (the
+// earliest the database can have started it), not from when its answer
+// arrived; after the lease another relay may claim and publish the same
+// events, so a publish later than that is a duplicate, and for a key, out
+// of order.
+func relayPublishesWithinTheLease(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	var evs []idemrt.OutboxEvent
+	for i := range 10 {
+		evs = append(evs, idemrt.OutboxEvent{ID: fmt.Sprintf("w%02d", i), Topic: "t", Key: "K"})
+	}
+	inTx(t, ctx, st, evs...)
+	const lease = time.Second
+	slow := &slowClaim{MessagingStore: st, delay: 600 * time.Millisecond}
+	var mu sync.Mutex
+	var accepted []time.Time
+	pub := pubFunc(func(ctx context.Context, ev idemrt.OutboxEvent) error {
+		select {
+		case <-time.After(150 * time.Millisecond): // a broker's round trip
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		now := time.Now() // taken before the check: the context was live at now
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		mu.Lock()
+		accepted = append(accepted, now)
+		mu.Unlock()
+		return nil
+	})
+	r := &idemrt.Relay{Store: slow, Publisher: pub, Batch: 10, Lease: lease}
+	n, err := r.RunOnce(ctx)
+	if n != 10 || err == nil {
+		t.Fatalf("RunOnce = %d, %v; want 10 claimed and the batch cut short by its lease", n, err)
+	}
+	end := slow.starts[0].Add(lease)
+	for i, at := range accepted {
+		if !at.Before(end) {
+			t.Errorf("event %d published %v after the lease ended (another relay may have claimed it by then)", i, at.Sub(end))
+		}
+	}
+	if len(accepted) == 0 || len(accepted) == 10 {
+		t.Errorf("%d of 10 events published within the lease; want some, not all", len(accepted))
+	}
+}
+
+type pubFunc func(ctx context.Context, ev idemrt.OutboxEvent) error
+
+func (f pubFunc) Publish(ctx context.Context, ev idemrt.OutboxEvent) error { return f(ctx, ev) }
