@@ -206,11 +206,7 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 			perr = fmt.Errorf("idempotency: relay: publishing event %q: %w", ev.ID, err)
 		}
 		if perr != nil {
-			// Keep the order: release this event and the rest of the
-			// batch, to be claimed again after the backoff.
-			if err := c.Store.ReleaseEvents(bctx, ids(evs[i:])); err != nil {
-				c.storeFailed(ctx, "release", err)
-			}
+			c.release(ctx, bctx, start, evs[i:])
 			break
 		}
 		sent = append(sent, ev.ID)
@@ -227,6 +223,23 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 		}
 	}
 	return len(evs), perr
+}
+
+// release ends the lease of evs (the failing event and the rest of its
+// batch, so that the next claim takes them again in order), but only while
+// the lease claimed at start lasts: once it may have ended, another relay
+// may have claimed them, and a release would end its lease too (a third
+// claim would then publish them beside it). Those are claimable again
+// already, or as soon as the database's lease ends.
+func (c *Relay) release(ctx, bctx context.Context, start time.Time, evs []OutboxEvent) {
+	rctx, cancel := context.WithDeadline(bctx, start.Add(c.Lease))
+	defer cancel()
+	if rctx.Err() != nil {
+		return
+	}
+	if err := c.Store.ReleaseEvents(rctx, ids(evs)); err != nil {
+		c.storeFailed(ctx, "release", err)
+	}
 }
 
 func ids(evs []OutboxEvent) []string {

@@ -53,6 +53,7 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"RelaysOnOneTable", relaysOnOneTable},
 		{"RelayCrashRepublishes", relayCrashRepublishes},
 		{"RelayPublishesWithinTheLease", relayPublishesWithinTheLease},
+		{"RelayLateReleaseKeepsAnotherLease", relayLateReleaseKeepsAnotherLease},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -716,3 +717,40 @@ func relayPublishesWithinTheLease(t *testing.T, st MessagingStore) {
 type pubFunc func(ctx context.Context, ev idemrt.OutboxEvent) error
 
 func (f pubFunc) Publish(ctx context.Context, ev idemrt.OutboxEvent) error { return f(ctx, ev) }
+
+// relayLateReleaseKeepsAnotherLease: a relay whose Publisher outlives the
+// lease (it ignores its context: a blocking write) and then fails must not
+// release the batch, which another relay may have claimed since the lease
+// ended: a release would end that relay's lease too, and a third claim
+// would publish the events again beside it (duplicates, and a key's events
+// out of order).
+func relayLateReleaseKeepsAnotherLease(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "r1", Topic: "t", Key: "K"}, idemrt.OutboxEvent{ID: "r2", Topic: "t", Key: "K"})
+	const lease = 500 * time.Millisecond
+	publishing, unblock := make(chan struct{}), make(chan struct{})
+	stuck := pubFunc(func(ctx context.Context, ev idemrt.OutboxEvent) error {
+		close(publishing)
+		<-unblock // deaf to ctx
+		return errors.New("broker timed out")
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&idemrt.Relay{Store: st, Publisher: stuck, Batch: 10, Lease: lease}).RunOnce(ctx)
+		done <- err
+	}()
+	<-publishing
+	time.Sleep(lease + 200*time.Millisecond)
+	// The lease ended: another relay claims the batch, for a minute.
+	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || fmt.Sprint(ids(evs)) != "[r1 r2]" {
+		close(unblock)
+		t.Fatalf("after the lease: ClaimEvents = %v, %v; want [r1 r2]", ids(evs), err)
+	}
+	close(unblock)
+	if err := <-done; err == nil {
+		t.Fatal("RunOnce = nil; want the publish error")
+	}
+	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || len(evs) != 0 {
+		t.Fatalf("while the second claim holds them: ClaimEvents = %v, %v; want nothing (the late release ended another relay's lease)", ids(evs), err)
+	}
+}
