@@ -516,3 +516,46 @@ func TestBodyIDsThatDecodeAlikeAreRefused(t *testing.T) {
 		}
 	})
 }
+
+// A stream whose duplicate window is shorter than the relay's re-publish
+// horizon stores a re-published event twice, silently: CheckStreams
+// refuses it (and a subject no stream stores) before the relay starts.
+func TestCheckStreams(t *testing.T) {
+	e := newEnv(t, 5*time.Second)
+	ctx := context.Background()
+	short := "idemgen." + msgtest.Suffix() + ".short"
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "IDEMGEN_SHORT_" + msgtest.Suffix(), Subjects: []string{short},
+		Storage: jetstream.MemoryStorage, Duplicates: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if name, err := e.js.StreamNameBySubject(context.Background(), short); err == nil {
+			e.js.DeleteStream(context.Background(), name)
+		}
+	})
+	pub := NewPublisher(e.js)
+	ev := idemrt.OutboxEvent{ID: "ev-1", Topic: short}
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // a relay's lease ending after a crash
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := e.js.StreamNameBySubject(ctx, short)
+	s, _ := e.js.Stream(ctx, name)
+	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("stream: %v, %v; want the event stored twice past the window (what CheckStreams guards against)", info, err)
+	}
+	lease := idemrt.DefaultRelayLease
+	if err := CheckStreams(ctx, e.js, lease, e.In); err != nil {
+		t.Errorf("CheckStreams on a stream with the default window (2m): %v", err)
+	}
+	err := CheckStreams(ctx, e.js, lease, short)
+	if err == nil || !strings.Contains(err.Error(), "Duplicates") {
+		t.Errorf("CheckStreams on a 500ms window against a %v lease = %v; want an error naming Duplicates", lease, err)
+	}
+	if err := CheckStreams(ctx, e.js, lease, "idemgen.nostream."+msgtest.Suffix()); err == nil {
+		t.Error("CheckStreams on a subject no stream stores = nil; want an error")
+	}
+}
