@@ -3,6 +3,7 @@ package generator
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -117,8 +118,9 @@ type strayPlace struct {
 	exts  map[string]any
 	keys  []string // from the operation's key
 	where string   // for the message: "responses", "the 200 response"
-	// item names a parameter or server: the positions stop at their
-	// list (parameters, servers), which every item of it shares.
+	// item names a parameter or server: should the position stop short
+	// of the item (a file read without positions), two items of one list
+	// are still two reports.
 	item string
 }
 
@@ -219,16 +221,16 @@ func strayPlaces(op *openapi3.Operation) []strayPlace {
 // path item.
 func paramServerPlaces(params openapi3.Parameters, servers openapi3.Servers) []strayPlace {
 	var out []strayPlace
-	for _, p := range params {
+	for i, p := range params {
 		if p != nil && p.Value != nil && len(p.Value.Extensions) > 0 {
 			where := "the " + p.Value.In + " parameter " + p.Value.Name
-			out = append(out, strayPlace{exts: p.Value.Extensions, keys: []string{"parameters"}, where: where, item: where})
+			out = append(out, strayPlace{exts: p.Value.Extensions, keys: []string{"parameters", strconv.Itoa(i)}, where: where, item: where})
 		}
 	}
-	for _, s := range servers {
+	for i, s := range servers {
 		if s != nil && len(s.Extensions) > 0 {
 			where := "the server " + s.URL
-			out = append(out, strayPlace{exts: s.Extensions, keys: []string{"servers"}, where: where, item: where})
+			out = append(out, strayPlace{exts: s.Extensions, keys: []string{"servers", strconv.Itoa(i)}, where: where, item: where})
 		}
 	}
 	return out

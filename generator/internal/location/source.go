@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -152,7 +154,12 @@ func (s *Source) Frame(p Pos) string {
 }
 
 // children returns the keys of the mapping that is the value of the key at
-// off (Root: the document's top-level mapping), indexed on first use.
+// off (Root: the document's top-level mapping), indexed on first use. When
+// that value is a sequence (a YAML block sequence or a flow array), the
+// keys are the items' indexes ("0", "1"...) and each maps to the item's
+// offset (its '-' indicator, or its '{' in a flow array); off may be such
+// an item, whose children are the keys of its mapping. An item's offset
+// is never a key's: a key starts with neither '-' nor '{'.
 func (s *Source) Children(off int) map[string]int {
 	if m, ok := s.kids[off]; ok {
 		return m
@@ -161,9 +168,14 @@ func (s *Source) Children(off int) map[string]int {
 		s.kids = map[int]map[string]int{}
 	}
 	var m map[string]int
-	if off == Root {
+	switch {
+	case off == Root:
 		m = s.rootChildren()
-	} else {
+	case s.Text[off] == '-':
+		m = s.blockItemChildren(off)
+	case s.Text[off] == '{':
+		m = s.flowChildren(off)
+	default:
 		m = s.valueChildren(off)
 	}
 	s.kids[off] = m
@@ -190,7 +202,7 @@ func (s *Source) rootChildren() map[string]int {
 	if i < len(t) && t[i] == '{' {
 		return s.flowChildren(i)
 	}
-	return s.blockChildren(i, -1)
+	return s.blockChildren(i, -1, -1)
 }
 
 func (s *Source) valueChildren(off int) map[string]int {
@@ -204,12 +216,108 @@ func (s *Source) valueChildren(off int) map[string]int {
 	if j < len(t) && t[j] == '{' {
 		return s.flowChildren(j)
 	}
+	if j < len(t) && t[j] == '[' {
+		return s.flowItems(j)
+	}
 	lines := s.lineStarts()
 	line := s.lineOf(off)
 	if line+1 >= len(lines) {
 		return nil
 	}
-	return s.blockChildren(lines[line+1], off-lines[line])
+	keyIndent := off - lines[line]
+	if j < len(t) && isItem(t, j) && j-lines[s.lineOf(j)] >= keyIndent {
+		// A block sequence, indented under its key or level with it.
+		return s.blockItems(lines[s.lineOf(j)], j-lines[s.lineOf(j)])
+	}
+	return s.blockChildren(lines[line+1], keyIndent, -1)
+}
+
+// isItem reports whether t[i] is a block sequence's '-' indicator.
+func isItem(t []byte, i int) bool {
+	return t[i] == '-' && (i+1 == len(t) || strings.IndexByte(" \t\r\n", t[i+1]) >= 0)
+}
+
+// blockItems indexes the YAML block sequence whose items start at column
+// indent, from the line starting at from: each item's index maps to the
+// offset of its '-'.
+func (s *Source) blockItems(from, indent int) map[string]int {
+	t := s.Text
+	m := map[string]int{}
+	for start := from; start < len(t); {
+		end := bytes.IndexByte(t[start:], '\n')
+		if end < 0 {
+			end = len(t)
+		} else {
+			end += start + 1
+		}
+		line := t[start:end]
+		ind := 0
+		for ind < len(line) && line[ind] == ' ' {
+			ind++
+		}
+		rest := line[ind:]
+		switch {
+		case len(rest) == 0 || rest[0] == '#' || rest[0] == '\n' || rest[0] == '\r' || ind > indent:
+		case ind == indent && isItem(t, start+ind):
+			m[strconv.Itoa(len(m))] = start + ind
+		default:
+			return m
+		}
+		start = end
+	}
+	return m
+}
+
+// blockItemChildren indexes the mapping of the block sequence item whose
+// '-' is at t[dash]: written after the '-' ("- name: x", its further keys
+// level with the first) or from the next line.
+func (s *Source) blockItemChildren(dash int) map[string]int {
+	t := s.Text
+	lines := s.lineStarts()
+	line := s.lineOf(dash)
+	i := skipSpace(t, dash+1, false)
+	if i < len(t) && t[i] == '{' {
+		return s.flowChildren(i)
+	}
+	next := len(t)
+	if line+1 < len(lines) {
+		next = lines[line+1]
+	}
+	dashIndent := dash - lines[line]
+	if i >= len(t) || t[i] == '\n' || t[i] == '#' {
+		return s.blockChildren(next, dashIndent, -1)
+	}
+	m := map[string]int{}
+	if k := skipKey(t, i); k > i && k < len(t) && t[k] == ':' && t[i] != '-' && t[i] != '?' {
+		m[keyText(t[i:k])] = i
+	}
+	maps.Copy(m, s.blockChildren(next, dashIndent, i-lines[line]))
+	return m
+}
+
+// flowItems indexes the flow sequence (JSON array) opening at t[open]:
+// each item's index maps to the offset where it starts.
+func (s *Source) flowItems(open int) map[string]int {
+	t := s.Text
+	m := map[string]int{}
+	i := open + 1
+	for i < len(t) {
+		i = skipSpace(t, i, true)
+		if i >= len(t) || t[i] == ']' {
+			break
+		}
+		if t[i] == ',' {
+			i++
+			continue
+		}
+		m[strconv.Itoa(len(m))] = i
+		end := skipValue(t, i)
+		if end <= i {
+			break
+		}
+		i = end
+	}
+	return m
 }
 
 // flowChildren indexes the flow mapping (JSON object) opening at t[open].
@@ -243,11 +351,11 @@ func (s *Source) flowChildren(open int) map[string]int {
 }
 
 // blockChildren indexes the YAML block mapping whose lines start at from,
-// indented deeper than keyIndent (-1 for the document's root mapping).
-func (s *Source) blockChildren(from, keyIndent int) map[string]int {
+// indented deeper than keyIndent (-1 for the document's root mapping), its
+// keys at column childIndent (-1: that of its first line).
+func (s *Source) blockChildren(from, keyIndent, childIndent int) map[string]int {
 	t := s.Text
 	m := map[string]int{}
-	childIndent := -1
 	for start := from; start < len(t); {
 		end := bytes.IndexByte(t[start:], '\n')
 		if end < 0 {
