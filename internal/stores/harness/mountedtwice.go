@@ -15,7 +15,8 @@ import (
 // MountedTwice checks a wrapper mounted inside another one for the same
 // key over two Store values of one table (a and b, made by two NewStore
 // calls over one database): every request, of 16 concurrent clients, is
-// answered 500 mounted-twice at once and the handler never runs, plain and
+// answered 500 mounted-twice, without waiting on the outer claim, and the
+// handler never runs, plain and
 // transactional (for a TxStore); the key runs once the wiring is fixed. elsewhere is a
 // store of another table (another database or schema): over a and it, both
 // wrappers claim, as over two stores (transactional too, unless
@@ -62,8 +63,11 @@ func MountedTwice(t *testing.T, a, b, elsewhere idemrt.Store, elsewhereTx bool) 
 					// meet at the outer claim, and one get 409.
 					start := time.Now()
 					w := Do(outer, fmt.Sprintf("%s-%d-%d", key, c, i))
-					if d := time.Since(start); w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), idemrt.ProblemMountedTwice) || d > 2*time.Second {
-						t.Errorf("transactional %v: %d %s after %v; want 500 mounted-twice at once", transactional, w.Code, w.Body, d)
+					// Not after waiting on the outer claim until its lease
+					// (a minute) ends; the bound is loose, as 16 clients'
+					// claims queue on SQLite's write lock on a loaded machine.
+					if d := time.Since(start); w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), idemrt.ProblemMountedTwice) || d > p.Lease/2 {
+						t.Errorf("transactional %v: %d %s after %v; want 500 mounted-twice, without waiting out the lease", transactional, w.Code, w.Body, d)
 					}
 				}
 			}()
