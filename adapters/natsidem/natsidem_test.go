@@ -559,3 +559,30 @@ func TestCheckStreams(t *testing.T) {
 		t.Error("CheckStreams on a subject no stream stores = nil; want an error")
 	}
 }
+
+// A DeadLetterSubject that no stream stores can never take a dead letter:
+// a failing message would be nak'd and retried for ever instead. Consume
+// refuses it at start-up.
+func TestConsumeChecksDeadLetterSubject(t *testing.T) {
+	e := newEnv(t, time.Second)
+	p, err := New(Config{Store: msgtest.Memory().Store, Consumer: "ledger", DeadLetterSubject: "idemgen.nostream." + msgtest.Suffix(), DeadLetterPublisher: e.js},
+		func(ctx context.Context, msg jetstream.Msg) error { return errors.New("poison") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.Consume(ctx, e.consumer); err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "DeadLetterSubject") {
+		t.Errorf("Consume with a DeadLetterSubject no stream stores = %v; want an error naming it", err)
+	}
+	ok, err := New(Config{Store: msgtest.Memory().Store, Consumer: "ledger", DeadLetterSubject: e.Dead, DeadLetterPublisher: e.js},
+		func(ctx context.Context, msg jetstream.Msg) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := ok.Consume(ctx2, e.consumer); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Consume with a stored DeadLetterSubject = %v; want it to run until its context ends", err)
+	}
+}
