@@ -503,7 +503,22 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) { return 0, c
 func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, wrote func(any) bool, args ...any) (any, error) {
 	key := keys[0]
 	if s.waitN == 0 {
-		return script.Run(ctx, s.client, keys, args...).Result()
+		for {
+			v, err := script.Run(ctx, s.client, keys, args...).Result()
+			// A claim names two keys (the record and its marker): in a
+			// slot that is being migrated, the importing node answers
+			// TRYAGAIN while it has only one of them (a new key's record
+			// is on neither node) until the slot's migration ends, longer
+			// than go-redis's own retries wait. Try again until ctx ends.
+			if s.cluster == nil || !redis.IsTryAgainError(err) {
+				return v, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 	}
 	if s.single != nil {
 		return s.runWait(ctx, s.single, script, keys, wrote, args)
