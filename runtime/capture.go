@@ -26,6 +26,14 @@ var errTxHijack = errors.New("idempotency: Hijack is not supported in transactio
 // those bytes, so they are not taken, rather than taken and lost.
 var ErrWriteAfterReturn = errors.New("idempotency: Write after the handler returned: its response was already saved and sent")
 
+// ErrResponseTooLarge is returned by the Write of a transactional
+// operation's ResponseWriter that takes its response past
+// max-response-bytes, and by every Write after it: the response can be
+// neither saved nor sent before the commit, so the attempt is rolled back
+// when the handler returns and answered 500 response-too-large (see
+// docs/contract.md §11). The handler may stop writing at once.
+var ErrResponseTooLarge = errors.New("idempotency: the response of a transactional operation went past max-response-bytes: it is dropped, and the transaction will be rolled back")
+
 // captureWriter buffers a handler's response so that the result is saved
 // before the client sees it (see docs/contract.md for Flush and Hijack).
 // The handler's headers go straight into the underlying writer's header map.
@@ -40,7 +48,7 @@ type captureWriter struct {
 
 	status   int
 	buf      []byte
-	over     bool // the body went past MaxResponseBytes
+	over     bool // the body went past MaxResponseBytes (dropped, in transactional mode)
 	mode     int
 	settled  bool // the record was completed or released
 	declined bool // the handler called DoNotSave
@@ -93,6 +101,10 @@ func (cw *captureWriter) Write(p []byte) (int, error) {
 		if cw.settled {
 			return 0, ErrWriteAfterReturn
 		}
+		if cw.over {
+			// Transactional, past the cap: see below.
+			return 0, ErrResponseTooLarge
+		}
 	case modePass:
 		return cw.w.Write(p)
 	case modeStream:
@@ -111,10 +123,13 @@ func (cw *captureWriter) Write(p []byte) (int, error) {
 	}
 	cw.over = true
 	if cw.tx {
-		// The transaction commits after the handler returns: keep
-		// buffering (the result will be a tombstone).
-		cw.buf = append(cw.buf, p...)
-		return len(p), nil
+		// The transaction commits after the handler returns, and nothing
+		// of the response may reach the client before it (the commit may
+		// fail): a response past the cap could only be kept whole, in
+		// memory. It is dropped instead, and the attempt is rolled back
+		// when the handler returns (txAttempt.settle).
+		cw.buf = nil
+		return 0, ErrResponseTooLarge
 	}
 	// Too large to save: settle the record now (a tombstone, so that a retry
 	// gets 409 rather than a second run), then pass the rest through.

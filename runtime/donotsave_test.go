@@ -1,9 +1,11 @@
 package runtime_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	idemrt "github.com/idemgen/idemgen/runtime"
@@ -87,5 +89,55 @@ func TestDoNotSaveTooLateOrElsewhere(t *testing.T) {
 	do(srv, req{key: "k", body: `{}`})
 	if w := do(srv, req{key: "k", body: `{}`}); w.Code != http.StatusConflict || h.calls.Load() != 1 {
 		t.Errorf("retry: %d after %d runs; want 409 (tombstone) after 1", w.Code, h.calls.Load())
+	}
+}
+
+// TestTransactionalTooLargeRollsBack: a transactional response past
+// max-response-bytes is dropped (it can be neither saved nor sent before
+// the commit): the transaction rolls back, the client gets 500
+// response-too-large in its place, with the headers set before the
+// handler only, and the key runs again on a retry (nothing of the attempt
+// happened), on both paths: one commit (BeginClaim), and a claim committed
+// before the transaction (a TxStore without BeginClaim), which is released.
+func TestTransactionalTooLargeRollsBack(t *testing.T) {
+	one := &claimTxStore{MemoryStore: idemrt.NewMemoryStore()}
+	two := &txStore{MemoryStore: idemrt.NewMemoryStore()}
+	for _, tc := range []struct {
+		name               string
+		store              idemrt.Store
+		commits, rollbacks func() int64
+	}{
+		{"one commit", one, one.commits.Load, one.rollbacks.Load},
+		{"two commits", two, two.commits.Load, two.rollbacks.Load},
+	} {
+		var errs []error
+		h := &counting{fn: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Handler", "set")
+			w.WriteHeader(http.StatusCreated)
+			_, err1 := w.Write(make([]byte, 10))
+			_, err2 := w.Write(make([]byte, 10))
+			_, err3 := w.Write(make([]byte, 1))
+			errs = append(errs, err1, err2, err3)
+		}}
+		inner := wrap(t, idemrt.Options{Store: tc.store}, policy(func(p *idemrt.Policy) { p.Transactional = true; p.MaxResponseBytes = 16 }), h)
+		srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Outer", "kept")
+			inner.ServeHTTP(w, r)
+		})
+		for i := range 2 {
+			w := do(srv, req{key: "k", body: `{}`})
+			p := wantProblem(t, w, http.StatusInternalServerError, idemrt.ProblemResponseTooLarge)
+			if !strings.Contains(p.Detail, "rolled back") || w.Header().Get("X-Outer") != "kept" || w.Header().Get("X-Handler") != "" {
+				t.Errorf("%s, request %d: detail %q, headers %v", tc.name, i, p.Detail, w.Header())
+			}
+		}
+		if h.calls.Load() != 2 || tc.commits() != 0 || tc.rollbacks() != 2 {
+			t.Errorf("%s: calls %d commits %d rollbacks %d; want 2 rolled-back runs", tc.name, h.calls.Load(), tc.commits(), tc.rollbacks())
+		}
+		for i, err := range errs {
+			if want := i%3 != 0; errors.Is(err, idemrt.ErrResponseTooLarge) != want {
+				t.Errorf("%s: write %d: %v", tc.name, i%3, err)
+			}
+		}
 	}
 }

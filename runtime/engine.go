@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -854,6 +855,16 @@ func (a *txAttempt) settle(cw *captureWriter) {
 	e, ctx, op, rk, epoch, tx := a.e, a.ctx, a.op, a.rk, a.epoch, a.tx
 	status := cw.statusOrOK()
 	cw.settled = true // the handler returned: later writes are refused
+	if cw.over {
+		// Past max-response-bytes: the response was dropped (Write), so
+		// committing would apply the handler's writes with a result no
+		// one will see. Nothing of the attempt happens.
+		a.undo(status)
+		a.resetHeaders()
+		e.logAt(ctx, slog.LevelWarn, "idempotency: the response went past max-response-bytes in a transactional operation; rolled back", op, rk.Key, slog.Int64("max_response_bytes", op.maxResp))
+		writeProblem(a.w, http.StatusInternalServerError, ProblemResponseTooLarge, fmt.Sprintf("the response of transactional operation %s went past max-response-bytes (%d bytes); it cannot be saved with the transaction, so the transaction was rolled back: nothing of this attempt happened", op.name, op.maxResp), 0)
+		return
+	}
 	if !cw.saves(status) {
 		a.undo(status)
 		cw.writeBuffered(status)
@@ -867,11 +878,7 @@ func (a *txAttempt) settle(cw *captureWriter) {
 		e.storeError(ctx, a.w, op, rk, context.DeadlineExceeded, "lease ended in transaction")
 		return
 	}
-	var resp *SavedResponse
-	if !cw.over {
-		resp = cw.saved(status)
-	}
-	resp, err := e.sealed(rk, epoch, resp)
+	resp, err := e.sealed(rk, epoch, cw.saved(status))
 	if err == nil {
 		sctx, bound := e.storeCtx(bg(ctx), op)
 		err = tx.Complete(sctx, Completion{RecordKey: rk, Epoch: epoch, Response: resp, TTL: op.ttl})

@@ -21,6 +21,7 @@ const (
 	ProblemResultUnavailable   = ProblemBase + "result-unavailable"   // 409
 	ProblemStoreUnavailable    = ProblemBase + "store-unavailable"    // 503
 	ProblemMountedTwice        = ProblemBase + "mounted-twice"        // 500
+	ProblemResponseTooLarge    = ProblemBase + "response-too-large"   // 500
 )
 
 // Problem is an RFC 9457 problem details object.
@@ -42,6 +43,7 @@ var problemTitles = map[string]string{
 	ProblemResultUnavailable:   "Result unavailable",
 	ProblemStoreUnavailable:    "Idempotency store unavailable",
 	ProblemMountedTwice:        "Idempotency middleware mounted twice",
+	ProblemResponseTooLarge:    "Response too large for a transactional operation",
 }
 
 // writeProblem writes an RFC 9457 response. retryAfter > 0 adds a

@@ -30,8 +30,9 @@ type Relay struct {
 	// Batch is how many events one claim leases (default 100).
 	Batch int
 	// Lease is how long a claim holds its events (default 30 s). A batch
-	// is published within its lease: the publishing context ends with it,
-	// and events not published by then are released.
+	// is published within its lease, counted from when the claim was sent:
+	// the publishing context ends with it, and events not published by
+	// then are released.
 	Lease time.Duration
 	// Interval is how long the relay waits after a claim that found fewer
 	// than Batch events (default 200 ms). A full batch is followed by the
@@ -172,6 +173,12 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 
 // round is one claim, publish, mark.
 func (c *Relay) round(ctx context.Context) (int, error) {
+	// The lease starts at the database while the claim runs: no earlier
+	// than now, and maybe well before its answer arrives here (a slow
+	// network, a paused process). So the publishing deadline counts from
+	// now, never from the answer, or the relay could go on publishing
+	// after another relay claimed the same events.
+	start := time.Now()
 	evs, err := c.Store.ClaimEvents(ctx, c.Batch, c.Lease)
 	if err != nil {
 		c.storeFailed(ctx, "claim", err)
@@ -183,7 +190,7 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 	// Publish within the lease: after it another relay may claim the same
 	// events. The bookkeeping after it runs even when ctx has ended (a
 	// shutdown), so that a stopped relay leaves nothing to re-publish.
-	pctx, cancel := context.WithTimeout(ctx, c.Lease)
+	pctx, cancel := context.WithDeadline(ctx, start.Add(c.Lease))
 	defer cancel()
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer bcancel()
@@ -199,11 +206,7 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 			perr = fmt.Errorf("idempotency: relay: publishing event %q: %w", ev.ID, err)
 		}
 		if perr != nil {
-			// Keep the order: release this event and the rest of the
-			// batch, to be claimed again after the backoff.
-			if err := c.Store.ReleaseEvents(bctx, ids(evs[i:])); err != nil {
-				c.storeFailed(ctx, "release", err)
-			}
+			c.release(ctx, bctx, start, evs[i:])
 			break
 		}
 		sent = append(sent, ev.ID)
@@ -220,6 +223,23 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 		}
 	}
 	return len(evs), perr
+}
+
+// release ends the lease of evs (the failing event and the rest of its
+// batch, so that the next claim takes them again in order), but only while
+// the lease claimed at start lasts: once it may have ended, another relay
+// may have claimed them, and a release would end its lease too (a third
+// claim would then publish them beside it). Those are claimable again
+// already, or as soon as the database's lease ends.
+func (c *Relay) release(ctx, bctx context.Context, start time.Time, evs []OutboxEvent) {
+	rctx, cancel := context.WithDeadline(bctx, start.Add(c.Lease))
+	defer cancel()
+	if rctx.Err() != nil {
+		return
+	}
+	if err := c.Store.ReleaseEvents(rctx, ids(evs)); err != nil {
+		c.storeFailed(ctx, "release", err)
+	}
 }
 
 func ids(evs []OutboxEvent) []string {

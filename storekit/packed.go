@@ -10,7 +10,7 @@ import (
 // A packed lookup reads a record in a few columns instead of one per
 // field, since every result column costs the driver and database/sql calls
 // and copies: Live, the epoch, the fingerprint, the encoded headers and the
-// body (on SQLite one column, see SplitRecord). Live packs the record's
+// body (on SQLite all in one column, see UnpackRecord). Live packs the record's
 // liveness on the database's clock with the saved status and the
 // fingerprint's version:
 //
@@ -104,4 +104,50 @@ func SplitRecord(b []byte) (fingerprint, headers, body []byte) {
 		return fingerprint, rest[:n], rest[n:]
 	}
 	return fingerprint, rest, rest[len(rest):]
+}
+
+// UnpackRecord reads a record that a lookup returned in one column (the
+// SQLite store's Lookup): Live and the epoch in decimal, each followed by a
+// comma, then SplitRecord's fingerprint || headers || body. Two integer
+// columns cost the driver and database/sql more (a name, a declared type,
+// a value, a conversion each) than SQLite's conversion of the two numbers
+// to text and this parse. A prefix that is not two decimal integers of at
+// most 18 digits, each followed by a comma, is an error, never a guess.
+// The parts share b's array.
+func UnpackRecord(b []byte) (Packed, error) {
+	live, rest, ok := decimalField(b)
+	var epoch int64
+	if ok {
+		epoch, rest, ok = decimalField(rest)
+	}
+	if !ok {
+		return Packed{}, fmt.Errorf("idempotency store: claim: the stored record does not start with its liveness and epoch")
+	}
+	fingerprint, headers, body := SplitRecord(rest)
+	return Packed{Live: live, Epoch: epoch, Fingerprint: fingerprint, Headers: headers, Body: body}, nil
+}
+
+// decimalField reads an optionally negative decimal integer of 1 to 18
+// digits followed by a comma at the start of b, and returns what follows
+// the comma.
+func decimalField(b []byte) (v int64, rest []byte, ok bool) {
+	i := 0
+	if len(b) > 0 && b[0] == '-' {
+		i = 1
+	}
+	start := i
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		v = v*10 + int64(d)
+	}
+	if n := i - start; n == 0 || n > 18 || i == len(b) || b[i] != ',' {
+		return 0, nil, false
+	}
+	if start == 1 {
+		v = -v
+	}
+	return v, b[i+1:], true
 }

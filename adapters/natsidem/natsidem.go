@@ -266,11 +266,15 @@ func (p *Processor) MessageHandler(ctx context.Context) jetstream.MessageHandler
 }
 
 // Consume checks c's configuration (explicit acks; MaxDeliver unlimited or
-// at least MaxDeliveries), consumes it with Handle until ctx ends, then
-// stops the subscription and waits for the handler in progress. It returns
-// ctx's error, or an error from checking or starting the consumer.
+// at least MaxDeliveries) and that a stream stores DeadLetterSubject,
+// consumes c with Handle until ctx ends, then stops the subscription and
+// waits for the handler in progress. It returns ctx's error, or an error
+// from checking or starting the consumer.
 func (p *Processor) Consume(ctx context.Context, c jetstream.Consumer, opts ...jetstream.PullConsumeOpt) error {
 	if err := p.CheckConsumer(c.CachedInfo()); err != nil {
+		return err
+	}
+	if err := p.checkDeadLetter(ctx); err != nil {
 		return err
 	}
 	cc, err := c.Consume(p.MessageHandler(ctx), opts...)
@@ -281,6 +285,22 @@ func (p *Processor) Consume(ctx context.Context, c jetstream.Consumer, opts ...j
 	cc.Stop()
 	<-cc.Closed()
 	return ctx.Err()
+}
+
+// checkDeadLetter reports a DeadLetterSubject that no stream stores (when
+// DeadLetterPublisher is a JetStream context that can tell): no dead
+// letter could be published, so a failing message would be retried for
+// ever instead.
+func (p *Processor) checkDeadLetter(ctx context.Context) error {
+	sm, ok := p.cfg.DeadLetterPublisher.(jetstream.StreamManager)
+	if p.cfg.DeadLetterSubject == "" || !ok {
+		return nil
+	}
+	if _, err := sm.StreamNameBySubject(ctx, p.cfg.DeadLetterSubject); err != nil {
+		return fmt.Errorf("natsidem: Config.DeadLetterSubject %s: no stream stores it (%w): a message that keeps failing could never be dead-lettered and would be retried for ever",
+			p.cfg.DeadLetterSubject, err)
+	}
+	return nil
 }
 
 // CheckConsumer reports a consumer configuration under which the

@@ -484,3 +484,105 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Error("New accepted a nil handler")
 	}
 }
+
+// Two different messages whose body ids are strings that encoding/json
+// decodes to the same text (invalid UTF-8, lone surrogate escapes: each
+// becomes U+FFFD) must not share an id: the second would be acked as a
+// duplicate of the first and never handled. They are refused instead.
+func TestBodyIDsThatDecodeAlikeAreRefused(t *testing.T) {
+	msgtest.Each(t, func(t *testing.T, b *msgtest.Backend) {
+		e := newEnv(t, 10*time.Second)
+		var c counts
+		p, err := New(Config{Store: b.Store, Consumer: "ledger", ID: BodyID("/id"), DeadLetterSubject: e.Dead, DeadLetterPublisher: e.js, Hooks: c.hooks()},
+			func(ctx context.Context, msg jetstream.Msg) error { return b.Write(ctx, "x") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, p, e.consumer)
+		bodies := []string{"{\"id\":\"a\xff\"}", "{\"id\":\"a\xfe\"}", `{"id":"a\ud800"}`, `{"id":"a\udbff"}`, `{"id":"\udc00\ud800"}`}
+		for _, body := range bodies {
+			e.publish(t, body)
+		}
+		e.publish(t, `{"id":"a\ud83d\ude00"}`) // a valid pair: handled
+		eventually(t, 10*time.Second, "every message settled", func() bool {
+			return c.refused.Load()+c.processed.Load()+c.duplicate.Load() == int64(len(bodies)+1)
+		})
+		e.settled(t)
+		if c.duplicate.Load() != 0 {
+			t.Errorf("%d different messages were acked as duplicates of another: never handled", c.duplicate.Load())
+		}
+		if c.refused.Load() != int64(len(bodies)) || c.processed.Load() != 1 {
+			t.Errorf("refused %d, processed %d; want %d refused (ambiguous ids) and 1 processed", c.refused.Load(), c.processed.Load(), len(bodies))
+		}
+	})
+}
+
+// A stream whose duplicate window is shorter than the relay's re-publish
+// horizon stores a re-published event twice, silently: CheckStreams
+// refuses it (and a subject no stream stores) before the relay starts.
+func TestCheckStreams(t *testing.T) {
+	e := newEnv(t, 5*time.Second)
+	ctx := context.Background()
+	short := "idemgen." + msgtest.Suffix() + ".short"
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "IDEMGEN_SHORT_" + msgtest.Suffix(), Subjects: []string{short},
+		Storage: jetstream.MemoryStorage, Duplicates: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if name, err := e.js.StreamNameBySubject(context.Background(), short); err == nil {
+			e.js.DeleteStream(context.Background(), name)
+		}
+	})
+	pub := NewPublisher(e.js)
+	ev := idemrt.OutboxEvent{ID: "ev-1", Topic: short}
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // a relay's lease ending after a crash
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := e.js.StreamNameBySubject(ctx, short)
+	s, _ := e.js.Stream(ctx, name)
+	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("stream: %v, %v; want the event stored twice past the window (what CheckStreams guards against)", info, err)
+	}
+	lease := idemrt.DefaultRelayLease
+	if err := CheckStreams(ctx, e.js, lease, e.In); err != nil {
+		t.Errorf("CheckStreams on a stream with the default window (2m): %v", err)
+	}
+	err := CheckStreams(ctx, e.js, lease, short)
+	if err == nil || !strings.Contains(err.Error(), "Duplicates") {
+		t.Errorf("CheckStreams on a 500ms window against a %v lease = %v; want an error naming Duplicates", lease, err)
+	}
+	if err := CheckStreams(ctx, e.js, lease, "idemgen.nostream."+msgtest.Suffix()); err == nil {
+		t.Error("CheckStreams on a subject no stream stores = nil; want an error")
+	}
+}
+
+// A DeadLetterSubject that no stream stores can never take a dead letter:
+// a failing message would be nak'd and retried for ever instead. Consume
+// refuses it at start-up.
+func TestConsumeChecksDeadLetterSubject(t *testing.T) {
+	e := newEnv(t, time.Second)
+	p, err := New(Config{Store: msgtest.Memory().Store, Consumer: "ledger", DeadLetterSubject: "idemgen.nostream." + msgtest.Suffix(), DeadLetterPublisher: e.js},
+		func(ctx context.Context, msg jetstream.Msg) error { return errors.New("poison") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.Consume(ctx, e.consumer); err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "DeadLetterSubject") {
+		t.Errorf("Consume with a DeadLetterSubject no stream stores = %v; want an error naming it", err)
+	}
+	ok, err := New(Config{Store: msgtest.Memory().Store, Consumer: "ledger", DeadLetterSubject: e.Dead, DeadLetterPublisher: e.js},
+		func(ctx context.Context, msg jetstream.Msg) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := ok.Consume(ctx2, e.consumer); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Consume with a stored DeadLetterSubject = %v; want it to run until its context ends", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,4 +51,35 @@ func (p *Publisher) Publish(ctx context.Context, ev idemrt.OutboxEvent) error {
 		return fmt.Errorf("natsidem: publish %s to %s: %w", ev.ID, ev.Topic, err)
 	}
 	return nil
+}
+
+// CheckStreams reports, before a relay starts, a subject that no stream
+// stores (every publish to it would fail) or whose stream forgets a
+// published id sooner than window (StreamConfig.Duplicates): a relay
+// re-publishes an event when it crashed after publishing it (once its
+// lease ends) or gave up waiting for the PubAck (after its backoff), and a
+// repeat later than the window is stored again, a duplicate that only a
+// deduplicating consumer (a Processor) absorbs; any other consumer of the
+// stream sees it twice. Pass at least the larger of the relay's Lease and
+// MaxBackoff, plus the time a crashed relay takes to come back when it
+// runs alone.
+func CheckStreams(ctx context.Context, js jetstream.StreamManager, window time.Duration, subjects ...string) error {
+	var errs []error
+	for _, subject := range subjects {
+		name, err := js.StreamNameBySubject(ctx, subject)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("natsidem: subject %s: no stream stores it: %w", subject, err))
+			continue
+		}
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("natsidem: subject %s: stream %s: %w", subject, name, err))
+			continue
+		}
+		if d := s.CachedInfo().Config.Duplicates; d < window {
+			errs = append(errs, fmt.Errorf("natsidem: subject %s: stream %s drops a re-published Nats-Msg-Id for %v (Duplicates), less than %v: "+
+				"an event the outbox relay publishes again later than that is stored twice; raise the stream's Duplicates", subject, name, d, window))
+		}
+	}
+	return errors.Join(errs...)
 }

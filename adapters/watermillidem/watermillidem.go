@@ -62,6 +62,12 @@ type (
 // to a poison queue.
 var ErrRefused = errors.New("watermillidem: message refused: no usable message id, so it cannot be deduplicated")
 
+// ErrStore is wrapped by the error returned when the store failed (the
+// database down, a failed commit), not the handler: the message itself
+// may be fine. Stack's poison queue lets it through to the router, which
+// nacks it, so that the broker delivers it again, never poisons it.
+var ErrStore = errors.New("watermillidem: the message store failed")
+
 // Config configures the middleware.
 type Config struct {
 	// Store records processed ids; with a SQL store, in the transaction of
@@ -112,7 +118,7 @@ func handle(cfg Config, h message.HandlerFunc, msg *message.Message) ([]*message
 	}
 	ev.MessageID = id
 	var produced []*message.Message
-	ran, _, err := delivery.Once(orig, cfg.Store, cfg.Consumer, id, func(ctx context.Context) error {
+	ran, handlerFailed, err := delivery.Once(orig, cfg.Store, cfg.Consumer, id, func(ctx context.Context) error {
 		msg.SetContext(ctx)
 		defer msg.SetContext(orig)
 		var herr error
@@ -120,7 +126,10 @@ func handle(cfg Config, h message.HandlerFunc, msg *message.Message) ([]*message
 		return herr
 	})
 	if err != nil {
-		delivery.Report(orig, cfg.Logger, cfg.Hooks, delivery.Result{Action: delivery.Retry, Err: err}, ev)
+		delivery.Report(orig, cfg.Logger, cfg.Hooks, delivery.Result{Action: delivery.Retry, Err: err, StoreErr: !handlerFailed}, ev)
+		if !handlerFailed {
+			return nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
 		return nil, err
 	}
 	delivery.Report(orig, cfg.Logger, cfg.Hooks, delivery.Result{Action: delivery.Ack, Ran: ran}, ev)
@@ -131,8 +140,9 @@ func handle(cfg Config, h message.HandlerFunc, msg *message.Message) ([]*message
 }
 
 // Stack returns the middlewares for a router handler, outermost first:
-// a poison queue (every error that survives the retries, and every refused
-// message, is published to poisonTopic on pub and then acked), retry
+// a poison queue (every handler error that survives the retries, and every
+// refused message, is published to poisonTopic on pub and then acked; a
+// store error, ErrStore, goes back to the router, which nacks), retry
 // (which never retries a refused message; a ShouldRetry of its own is
 // kept), and the deduplicating middleware. Add them with
 // router.AddMiddleware(stack...) or handler.AddMiddleware(stack...).
@@ -141,7 +151,7 @@ func Stack(cfg Config, pub message.Publisher, poisonTopic string, retry middlewa
 	if err != nil {
 		return nil, err
 	}
-	poison, err := middleware.PoisonQueue(pub, poisonTopic)
+	poison, err := middleware.PoisonQueueWithFilter(pub, poisonTopic, func(err error) bool { return !errors.Is(err, ErrStore) })
 	if err != nil {
 		return nil, fmt.Errorf("watermillidem: poison queue: %w", err)
 	}

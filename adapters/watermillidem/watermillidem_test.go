@@ -253,3 +253,74 @@ func deleteQueues(t *testing.T, url string, queues ...string) {
 		}
 	}
 }
+
+// outage is a message store whose database is down while down is set.
+type outage struct {
+	idemrt.MessageStore
+	down atomic.Bool
+}
+
+func (o *outage) BeginTx(ctx context.Context) (idemrt.Tx, error) {
+	if o.down.Load() {
+		return nil, errors.New("database unavailable")
+	}
+	return o.MessageStore.BeginTx(ctx)
+}
+
+// A store failure (the database down) says nothing about the message: it
+// outlasts the retries, but the message must not go to the poison queue
+// (acked there, it would never reach the handler once the database is
+// back). It goes back to the broker and is handled after the outage.
+func TestStoreOutageIsNotPoisoned(t *testing.T) {
+	msgtest.Each(t, func(t *testing.T, b *msgtest.Backend) {
+		url := msgtest.AMQPURL(t)
+		cfg := wamqp.NewDurableQueueConfig(url)
+		pub, err := wamqp.NewPublisher(cfg, watermill.NopLogger{})
+		if err != nil {
+			t.Fatalf("IDEMGEN_TEST_AMQP=%s does not answer: %v", url, err)
+		}
+		t.Cleanup(func() { pub.Close() })
+		sub, err := wamqp.NewSubscriber(cfg, watermill.NopLogger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Close() })
+		sfx := msgtest.Suffix()
+		in, poison := "idemgen.wm."+sfx, "idemgen.wm."+sfx+".poison"
+		for _, q := range []string{in, poison} {
+			if err := sub.SubscribeInitialize(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { deleteQueues(t, url, in, poison) })
+		poisoned, err := sub.Subscribe(context.Background(), poison)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var npoison atomic.Int64
+		go func() {
+			for m := range poisoned {
+				npoison.Add(1)
+				m.Ack()
+			}
+		}()
+		st := &outage{MessageStore: b.Store}
+		st.down.Store(true)
+		var c counts
+		runRouter(t, pubsub{pub: pub, sub: sub}, in, poison, Config{Store: st, Consumer: "ledger", Hooks: c.hooks()}, func(msg *message.Message) error {
+			return b.Write(msg.Context(), msg.UUID)
+		})
+		if err := pub.Publish(in, message.NewMessage("ev-1", []byte("1"))); err != nil {
+			t.Fatal(err)
+		}
+		// Runs of 3 attempts (2 retries): past the first run's retries.
+		eventually(t, 20*time.Second, "the store failure to outlast the retries", func() bool { return c.retried.Load() >= 5 || npoison.Load() > 0 })
+		st.down.Store(false)
+		eventually(t, 20*time.Second, "the message to be handled once the database is back", func() bool {
+			return c.processed.Load() == 1 || npoison.Load() > 0
+		})
+		if npoison.Load() != 0 || b.Effects(t, "ev-1") != 1 {
+			t.Errorf("%d messages poisoned by a store outage; ev-1 committed %d times, want 1", npoison.Load(), b.Effects(t, "ev-1"))
+		}
+	})
+}

@@ -67,7 +67,7 @@ func benchRelay(b *testing.B, kind, url string) {
 	bc := brokerConfig{kind: kind, url: url, prefix: run + ".payments.", stream: "LEDGER_" + run,
 		exchange: "ledger-" + run, queue: "ledger-" + run}
 	b.Cleanup(func() { dropBrokerNames(b, kind, url, run) })
-	pub, closePub, err := publisher(ctx, &bc, slog.Default())
+	pub, closePub, err := publisher(ctx, &bc, idemrt.DefaultRelayLease, slog.Default())
 	if err != nil {
 		b.Fatal(err)
 	}

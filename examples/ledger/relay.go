@@ -105,7 +105,7 @@ func relay(ctx context.Context, c relayConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pub, closePub, err := publisher(ctx, &c.broker, log)
+	pub, closePub, err := publisher(ctx, &c.broker, c.lease, log)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,11 @@ func relay(ctx context.Context, c relayConfig, log *slog.Logger) error {
 const outboxTable = "idempotency_keys_outbox"
 
 // publisher connects to the broker and returns the adapter's Publisher.
-func publisher(ctx context.Context, b *brokerConfig, log *slog.Logger) (idemrt.Publisher, func(), error) {
+// On JetStream it refuses a stream whose duplicate window is shorter than
+// the relay's re-publish horizon (the lease, or the longest backoff, plus
+// a minute for a crashed relay to come back): a re-publish later than the
+// window would be stored twice.
+func publisher(ctx context.Context, b *brokerConfig, lease time.Duration, log *slog.Logger) (idemrt.Publisher, func(), error) {
 	switch b.kind {
 	case "nats":
 		nc, err := connectNATS(b, "ledger-relay", log)
@@ -142,6 +146,10 @@ func publisher(ctx context.Context, b *brokerConfig, log *slog.Logger) (idemrt.P
 		js, err := jetstream.New(nc)
 		if err == nil {
 			_, err = ensureStream(ctx, js, b)
+		}
+		if err == nil {
+			window := max(lease, idemrt.DefaultRelayMaxBackoff) + time.Minute
+			err = natsidem.CheckStreams(ctx, js, window, b.prefix+topicChargeCreated, b.prefix+topicRefundCreated)
 		}
 		if err != nil {
 			nc.Close()

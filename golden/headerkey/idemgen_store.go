@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/storekit"
 	"github.com/idemgen/idemgen/storekit/pgkit"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -172,20 +173,20 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		if err != nil {
 			return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
 		}
-		if row.Epoch != 0 {
+		switch {
+		case row.Epoch > 0:
 			// A takeover of the record read moves its epoch on by one; a
 			// fresh row (there was none, or it was swept since the read)
 			// starts at the clock.
 			takeover := row.Unexpired && row.State.Int16 == storekit.StateInProgress && row.Epoch == row.RecordEpoch.Int64+1
 			return idemrt.ClaimResult{State: idemrt.Acquired, Epoch: row.Epoch, TakenOver: takeover}, nil
-		}
-		if row.Live {
+		case row.Epoch == 0:
 			return storekit.Record{
 				State:              int64(row.State.Int16),
 				Epoch:              row.RecordEpoch.Int64,
 				Fingerprint:        row.Fingerprint,
 				FingerprintVersion: int64(row.FingerprintVersion.Int32),
-				LeaseRemaining:     time.Duration(row.LeaseRemainingMs) * time.Millisecond,
+				LeaseRemaining:     leaseLeft(row.LeaseRemaining),
 				Status:             int64(row.Status.Int32),
 				Headers:            row.Headers,
 				Body:               row.Body,
@@ -195,6 +196,14 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 		// Another attempt claimed the key after the statement's snapshot.
 	}
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
+}
+
+// leaseLeft is the lease a record in progress has left, as Claim reads it:
+// the difference of two timestamps, an interval of days and microseconds
+// (never months). Negative for a lease that ended (Record.Result makes it
+// 0); 0 for no record.
+func leaseLeft(iv pgtype.Interval) time.Duration {
+	return time.Duration(iv.Days)*24*time.Hour + time.Duration(iv.Microseconds)*time.Microsecond
 }
 
 // BeginClaim claims req's key inside a new transaction, in which the

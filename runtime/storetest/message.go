@@ -52,6 +52,8 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"OutboxSweep", outboxSweep},
 		{"RelaysOnOneTable", relaysOnOneTable},
 		{"RelayCrashRepublishes", relayCrashRepublishes},
+		{"RelayPublishesWithinTheLease", relayPublishesWithinTheLease},
+		{"RelayLateReleaseKeepsAnotherLease", relayLateReleaseKeepsAnotherLease},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -642,5 +644,113 @@ func relayCrashRepublishes(t *testing.T, st MessagingStore) {
 	}
 	if n, err := next.RunOnce(ctx); n != 0 || err != nil {
 		t.Fatalf("RunOnce = %d, %v; want nothing left", n, err)
+	}
+}
+
+// slowClaim is an outbox whose claims answer late (a slow network, a
+// pause of the relay's process): the lease starts at the database when the
+// claim runs, well before the relay sees the events.
+type slowClaim struct {
+	MessagingStore
+	delay  time.Duration
+	mu     sync.Mutex
+	starts []time.Time // when each claim was sent
+}
+
+func (s *slowClaim) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]idemrt.OutboxEvent, error) {
+	s.mu.Lock()
+	s.starts = append(s.starts, time.Now())
+	s.mu.Unlock()
+	evs, err := s.MessagingStore.ClaimEvents(ctx, limit, lease)
+	time.Sleep(s.delay)
+	return evs, err
+}
+
+// relayPublishesWithinTheLease: a relay publishes a claimed batch only
+// while the claim's lease lasts, counted from when the claim was sent (the
+// earliest the database can have started it), not from when its answer
+// arrived; after the lease another relay may claim and publish the same
+// events, so a publish later than that is a duplicate, and for a key, out
+// of order.
+func relayPublishesWithinTheLease(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	var evs []idemrt.OutboxEvent
+	for i := range 10 {
+		evs = append(evs, idemrt.OutboxEvent{ID: fmt.Sprintf("w%02d", i), Topic: "t", Key: "K"})
+	}
+	inTx(t, ctx, st, evs...)
+	const lease = time.Second
+	slow := &slowClaim{MessagingStore: st, delay: 600 * time.Millisecond}
+	var mu sync.Mutex
+	var accepted []time.Time
+	pub := pubFunc(func(ctx context.Context, ev idemrt.OutboxEvent) error {
+		select {
+		case <-time.After(150 * time.Millisecond): // a broker's round trip
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		now := time.Now() // taken before the check: the context was live at now
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		mu.Lock()
+		accepted = append(accepted, now)
+		mu.Unlock()
+		return nil
+	})
+	r := &idemrt.Relay{Store: slow, Publisher: pub, Batch: 10, Lease: lease}
+	n, err := r.RunOnce(ctx)
+	if n != 10 || err == nil {
+		t.Fatalf("RunOnce = %d, %v; want 10 claimed and the batch cut short by its lease", n, err)
+	}
+	end := slow.starts[0].Add(lease)
+	for i, at := range accepted {
+		if !at.Before(end) {
+			t.Errorf("event %d published %v after the lease ended (another relay may have claimed it by then)", i, at.Sub(end))
+		}
+	}
+	if len(accepted) == 0 || len(accepted) == 10 {
+		t.Errorf("%d of 10 events published within the lease; want some, not all", len(accepted))
+	}
+}
+
+type pubFunc func(ctx context.Context, ev idemrt.OutboxEvent) error
+
+func (f pubFunc) Publish(ctx context.Context, ev idemrt.OutboxEvent) error { return f(ctx, ev) }
+
+// relayLateReleaseKeepsAnotherLease: a relay whose Publisher outlives the
+// lease (it ignores its context: a blocking write) and then fails must not
+// release the batch, which another relay may have claimed since the lease
+// ended: a release would end that relay's lease too, and a third claim
+// would publish the events again beside it (duplicates, and a key's events
+// out of order).
+func relayLateReleaseKeepsAnotherLease(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "r1", Topic: "t", Key: "K"}, idemrt.OutboxEvent{ID: "r2", Topic: "t", Key: "K"})
+	const lease = 500 * time.Millisecond
+	publishing, unblock := make(chan struct{}), make(chan struct{})
+	stuck := pubFunc(func(ctx context.Context, ev idemrt.OutboxEvent) error {
+		close(publishing)
+		<-unblock // deaf to ctx
+		return errors.New("broker timed out")
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&idemrt.Relay{Store: st, Publisher: stuck, Batch: 10, Lease: lease}).RunOnce(ctx)
+		done <- err
+	}()
+	<-publishing
+	time.Sleep(lease + 200*time.Millisecond)
+	// The lease ended: another relay claims the batch, for a minute.
+	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || fmt.Sprint(ids(evs)) != "[r1 r2]" {
+		close(unblock)
+		t.Fatalf("after the lease: ClaimEvents = %v, %v; want [r1 r2]", ids(evs), err)
+	}
+	close(unblock)
+	if err := <-done; err == nil {
+		t.Fatal("RunOnce = nil; want the publish error")
+	}
+	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || len(evs) != 0 {
+		t.Fatalf("while the second claim holds them: ClaimEvents = %v, %v; want nothing (the late release ended another relay's lease)", ids(evs), err)
 	}
 }

@@ -37,15 +37,14 @@ func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
 }
 
 const claim = `-- name: Claim :one
-SELECT COALESCE(CASE WHEN (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()))) IS NOT TRUE THEN
-           idemgen_keys_acquire($1::varchar, $2::bytea, $3::varchar,
-                                $4::bytea, $5::integer,
-                                $6::bigint, $7::bigint)
-       END, 0)::bigint AS epoch,
+SELECT (CASE WHEN k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())) THEN 0
+             ELSE COALESCE(idemgen_keys_acquire($1::varchar, $2::bytea, $3::varchar,
+                                                $4::bytea, $5::integer,
+                                                $6::bigint, $7::bigint), -1)
+        END)::bigint AS epoch,
        k.epoch AS record_epoch, k.state, k.fingerprint, k.fingerprint_version,
-       COALESCE(k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())), false)::boolean AS live,
        COALESCE(k.expires_at > statement_timestamp(), false)::boolean AS unexpired,
-       COALESCE(extract(epoch FROM k.lease_until - statement_timestamp()) * 1000, 0)::bigint AS lease_remaining_ms,
+       (k.lease_until - statement_timestamp())::interval AS lease_remaining,
        k.status, k.headers, k.body, k.tombstone
 FROM (SELECT) AS one
 LEFT JOIN idemgen_keys k
@@ -68,9 +67,8 @@ type ClaimRow struct {
 	State              pgtype.Int2
 	Fingerprint        []byte
 	FingerprintVersion pgtype.Int4
-	Live               bool
 	Unexpired          bool
-	LeaseRemainingMs   int64
+	LeaseRemaining     pgtype.Interval
 	Status             pgtype.Int4
 	Headers            []byte
 	Body               []byte
@@ -82,17 +80,22 @@ type ClaimRow struct {
 // statement: a first request's claim and a replay or a conflict are each
 // one round trip. The record is a plain primary-key read (a LEFT JOIN, so
 // that an absent key still gives one row), with its liveness measured on
-// the database's clock; when it is live, the record comes back with epoch
-// 0 and nothing else runs: a replay costs the read alone. Otherwise
+// the database's clock once, in the CASE: when it is live, epoch is 0 and
+// nothing else runs: a replay costs the read alone. Otherwise
 // idemgen_keys_acquire (idemgen_schema.sql) claims the key with an upsert
 // that re-checks everything on the row under its lock, so the read decides
 // nothing on its own (the CASE calls it only when its condition holds),
-// and returns the new epoch, never 0 (a fresh row's is the clock in
-// microseconds). Neither an epoch nor a live record back means another
-// attempt claimed the key after this statement's snapshot: run it again.
-// There is no CTE: a WITH query that calls a volatile function is
-// materialised on every call, which cost a replay about as much again as
-// the read itself.
+// and returns the new epoch, never 0 or less (a fresh row's is the clock
+// in microseconds); -1 means it found the record live after all: another
+// attempt claimed the key after this statement's snapshot, so run it
+// again. The server builds every expression of the select list on every
+// execution, called or not, and each function or operator in it costs a
+// catalog look-up: so liveness is computed once, lease_remaining is an
+// interval (no numeric arithmetic), and unexpired, which only a takeover
+// needs, is one comparison (docs/performance-log.md, "PostgreSQL: a
+// replay's read, counted on both sides"). There is no CTE: a WITH query
+// that calls a volatile function is materialised on every call, which
+// cost a replay about as much again as the read itself.
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Scope,
@@ -110,9 +113,8 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.State,
 		&i.Fingerprint,
 		&i.FingerprintVersion,
-		&i.Live,
 		&i.Unexpired,
-		&i.LeaseRemainingMs,
+		&i.LeaseRemaining,
 		&i.Status,
 		&i.Headers,
 		&i.Body,

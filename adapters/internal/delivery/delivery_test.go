@@ -44,6 +44,18 @@ func TestSourceID(t *testing.T) {
 		{"body name twice", BodyField("/id"), msg("", `{"id":"a","id":"b"}`), ""},
 		{"body name in two cases", BodyField("/id"), msg("", `{"id":"a","ID":"b"}`), ""},
 		{"body folded name on the path", BodyField("/event/id"), msg("", `{"event":{"id":"a"},"EVENT":{"id":"b"}}`), ""},
+		// encoding/json decodes invalid UTF-8 and lone surrogates to
+		// U+FFFD: such ids would be one id for different messages.
+		{"body invalid UTF-8", BodyField("/id"), msg("", "{\"id\":\"a\xff\"}"), ""},
+		{"body lone high surrogate", BodyField("/id"), msg("", `{"id":"a\ud800"}`), ""},
+		{"body lone low surrogate", BodyField("/id"), msg("", `{"id":"\udc00a"}`), ""},
+		{"body surrogates reversed", BodyField("/id"), msg("", `{"id":"\udc00\ud800"}`), ""},
+		{"body surrogate pair", BodyField("/id"), msg("", `{"id":"\ud83d\ude00"}`), "\U0001F600"},
+		{"body escapes", BodyField("/id"), msg("", `{"id":"a\\ud800\"\u00e9"}`), `a\ud800"é`},
+		{"body U+FFFD itself", BodyField("/id"), msg("", `{"id":"\ufffd"}`), "\ufffd"},
+		{"body invalid UTF-8 elsewhere", BodyField("/id"), msg("", "{\"id\":\"k\",\"x\":\"\xff\"}"), "k"},
+		{"body bool", BodyField("/id"), msg("", `{"id":true}`), ""},
+		{"body negative number", BodyField("/id"), msg("", `{"id":-1.50}`), "-1.50"},
 		{"hash", ContentHash(), msg("", "abc"), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
 		{"too long", Broker(), msg(strings.Repeat("x", MaxID+1), ""), ""},
 		{"longest", Broker(), msg(strings.Repeat("x", MaxID), ""), strings.Repeat("x", MaxID)},

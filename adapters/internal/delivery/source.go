@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/internal/jsonnames"
 	"github.com/idemgen/idemgen/internal/policysyntax"
@@ -148,8 +149,7 @@ func bodyField(body []byte, toks []string) (string, error) {
 		return "", fmt.Errorf("body is not plain JSON: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
+	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
 		return "", fmt.Errorf("body is not JSON: %v", err)
 	}
@@ -157,30 +157,106 @@ func bodyField(body []byte, toks []string) (string, error) {
 		return "", errors.New("body is not one JSON value")
 	}
 	for _, tok := range toks {
-		switch c := v.(type) {
-		case map[string]any:
-			next, ok := c[tok]
-			if !ok {
-				return "", errors.New("field is absent")
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) || (len(tok) > 1 && tok[0] == '0') {
-				return "", errors.New("field is absent")
-			}
-			v = c[i]
-		default:
+		next, ok := member(v, tok)
+		if !ok {
 			return "", errors.New("field is absent")
 		}
+		v = next
 	}
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case json.Number:
-		return x.String(), nil
-	case nil:
+	switch c := v[0]; {
+	case c == '"':
+		// encoding/json decodes each invalid UTF-8 byte and each lone
+		// surrogate escape to U+FFFD: ids that differ only there would
+		// decode alike, and two different messages would share an id.
+		if err := plainString(v); err != nil {
+			return "", fmt.Errorf("field is not a plain string: %v", err)
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", fmt.Errorf("field is not a string: %v", err)
+		}
+		return s, nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		return string(v), nil // a number, as written
+	case c == 'n':
 		return "", errors.New("field is null")
 	}
-	return "", fmt.Errorf("field is a %T, not a string or number", v)
+	return "", fmt.Errorf("field is %s, not a string or number", kindOf(v[0]))
+}
+
+// member returns the value of the object member name, or of the array
+// element at index name, in the JSON value v.
+func member(v json.RawMessage, name string) (json.RawMessage, bool) {
+	switch v[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(v, &m) != nil {
+			return nil, false
+		}
+		next, ok := m[name]
+		return next, ok
+	case '[':
+		var a []json.RawMessage
+		i, err := strconv.Atoi(name)
+		if err != nil || i < 0 || (len(name) > 1 && name[0] == '0') || json.Unmarshal(v, &a) != nil || i >= len(a) {
+			return nil, false
+		}
+		return a[i], true
+	}
+	return nil, false
+}
+
+func kindOf(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "a boolean"
+}
+
+// plainString reports a JSON string token (quotes included) that holds
+// invalid UTF-8 or a \u escape of a lone surrogate: text that
+// encoding/json replaces with U+FFFD.
+func plainString(tok []byte) error {
+	if !utf8.Valid(tok) {
+		return errors.New("invalid UTF-8")
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '\\' {
+			continue
+		}
+		if i+1 < len(tok) && tok[i+1] != 'u' {
+			i++ // a one-letter escape: skip its letter
+			continue
+		}
+		r := hex4(tok, i+2)
+		switch {
+		case r >= 0xD800 && r < 0xDC00: // a high surrogate: a low one must follow
+			if i+7 < len(tok) && tok[i+6] == '\\' && tok[i+7] == 'u' {
+				if lo := hex4(tok, i+8); lo >= 0xDC00 && lo < 0xE000 {
+					i += 11
+					continue
+				}
+			}
+			return errors.New("a lone surrogate escape")
+		case r >= 0xDC00 && r < 0xE000:
+			return errors.New("a lone surrogate escape")
+		}
+		i += 5
+	}
+	return nil
+}
+
+// hex4 is the value of the four hexadecimal digits at tok[i:], or -1.
+func hex4(tok []byte, i int) rune {
+	if i+4 > len(tok) {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(tok[i:i+4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
 }

@@ -2,9 +2,11 @@
 -- Lookup reads the record of a key with its liveness, measured on the
 -- database's clock. Reads are cheap in SQLite: a replay costs this one read,
 -- and each column of the result costs calls into SQLite, the driver and
--- database/sql (a column name, its declared type, its value, a copy), so
--- the record comes back in three columns. live packs state, expiry, lease and
--- tombstone with the response's status and the fingerprint's version:
+-- database/sql (a column name, its declared type, its value, a copy, a
+-- conversion), so the record comes back in one column: live and the epoch
+-- in decimal, each followed by a comma, then the record's bytes (see
+-- storekit.UnpackRecord). live packs state, expiry, lease and tombstone
+-- with the response's status and the fingerprint's version:
 -- live = (liveness * 1024 + status) * 16 + fingerprint_version, where
 -- liveness is
 --   >= 0 in progress with a live lease: the milliseconds left of it
@@ -22,14 +24,14 @@
 -- (modernc.org/sqlite) reads a numbered parameter's name back from SQLite
 -- into a Go string and parses it on every execution, and binds a plain ?
 -- by its position.
-SELECT CAST((CASE
+SELECT CAST(CAST((CASE
            WHEN status NOT BETWEEN 0 AND 1023 OR fingerprint_version NOT BETWEEN 0 AND 15 THEN -5
            WHEN expires_at <= (julianday() - 2440587.5) * 86400000 OR state = 3 THEN -4
            WHEN state = 2 THEN CASE WHEN tombstone THEN -2 ELSE -1 END
            WHEN lease_until <= (julianday() - 2440587.5) * 86400000 THEN -3
            ELSE MAX(CAST(lease_until - (julianday() - 2440587.5) * 86400000 AS INTEGER), 0)
-       END * 1024 + (status & 1023)) * 16 + (fingerprint_version & 15) AS INTEGER) AS live,
-       epoch, CAST(fingerprint || headers || body AS BLOB) AS record
+       END * 1024 + (status & 1023)) * 16 + (fingerprint_version & 15) AS INTEGER)
+       || ',' || epoch || ',' || fingerprint || headers || body AS BLOB) AS record
 FROM idempotency_keys
 WHERE scope = ? AND principal = ? AND idem_key = ?;
 

@@ -246,18 +246,21 @@ func acquireParams(req idemrt.ClaimRequest) sqlcAcquireParams {
 // lookup reads the record of key: live is its result when it is live (ok:
 // a replay or a conflict); otherwise takeover tells whether it is in
 // progress with an ended lease, at readEpoch. Lookup returns it packed
-// (see storekit.Packed).
+// in one column (see storekit.UnpackRecord).
 func (s *Store) lookup(ctx context.Context, key idemrt.RecordKey) (live idemrt.ClaimResult, ok, takeover bool, readEpoch int64, err error) {
-	row, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
+	record, err := s.q.Lookup(ctx, sqlcLookupParams{Scope: key.Scope, Principal: key.PrincipalHash[:], IdemKey: key.Key})
 	if errors.Is(err, sql.ErrNoRows) {
 		return idemrt.ClaimResult{}, false, false, 0, nil
 	}
 	if err != nil {
 		return idemrt.ClaimResult{}, false, false, 0, fmt.Errorf("idempotency store: claim: %w", err)
 	}
-	fingerprint, headers, body := storekit.SplitRecord(row.Record)
-	live, ok, takeover, err = storekit.Packed{Live: row.Live, Epoch: row.Epoch, Fingerprint: fingerprint, Headers: headers, Body: body}.Result()
-	return live, ok, takeover, row.Epoch, err
+	packed, err := storekit.UnpackRecord(record)
+	if err != nil {
+		return idemrt.ClaimResult{}, false, false, 0, err
+	}
+	live, ok, takeover, err = packed.Result()
+	return live, ok, takeover, packed.Epoch, err
 }
 
 // BeginClaim claims req's key inside a new transaction, in which the

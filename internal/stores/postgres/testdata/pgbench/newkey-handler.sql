@@ -4,15 +4,14 @@
 -- (TestRoundTrips) with the handler's INSERT after the claim, three commits.
 \set r random(1, 1000000000000)
 -- name: Claim :one
-SELECT COALESCE(CASE WHEN (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()))) IS NOT TRUE THEN
-           idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar,
-                                '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
-                                60000::bigint, 86400000::bigint)
-       END, 0)::bigint AS epoch,
+SELECT (CASE WHEN k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())) THEN 0
+             ELSE COALESCE(idempotency_keys_acquire('createCharge'::varchar, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea::bytea, (:client_id || '-' || :r)::varchar,
+                                                '\x5f70e5b6b3d3a3c14c8e4b4f2f1b1c2d3e4f5a6b7c8d9eafb0c1d2e3f4a5b6c7'::bytea::bytea, 2::integer,
+                                                60000::bigint, 86400000::bigint), -1)
+        END)::bigint AS epoch,
        k.epoch AS record_epoch, k.state, k.fingerprint, k.fingerprint_version,
-       COALESCE(k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())), false)::boolean AS live,
        COALESCE(k.expires_at > statement_timestamp(), false)::boolean AS unexpired,
-       COALESCE(extract(epoch FROM k.lease_until - statement_timestamp()) * 1000, 0)::bigint AS lease_remaining_ms,
+       (k.lease_until - statement_timestamp())::interval AS lease_remaining,
        k.status, k.headers, k.body, k.tombstone
 FROM (SELECT) AS one
 LEFT JOIN idempotency_keys k
