@@ -44,9 +44,9 @@ type Relay struct {
 	Retention  time.Duration
 	SweepEvery time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed round (a
-	// Publisher or store error): it starts at MinBackoff (default 100 ms)
-	// and doubles up to MaxBackoff (default 30 s), and a round that
-	// succeeds resets it.
+	// store error, or Publisher errors with nothing published): it starts
+	// at MinBackoff (default 100 ms) and doubles up to MaxBackoff (default
+	// 30 s), and a round that publishes resets it.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 
@@ -61,8 +61,8 @@ type RelayHooks struct {
 	// event's CreatedAt (its insert, on the database's clock) to the
 	// acknowledgement (on the relay's clock).
 	Published func(ctx context.Context, ev OutboxEvent, latency time.Duration)
-	// PublishFailed: the Publisher returned err for ev; the rest of the
-	// batch is released and the relay backs off.
+	// PublishFailed: the Publisher returned err for ev; ev and the later
+	// events of its key in the batch are released (see Relay.round).
 	PublishFailed func(ctx context.Context, ev OutboxEvent, err error)
 	// StoreFailed: an outbox operation ("claim", "mark_sent", "release",
 	// "sweep") failed.
@@ -123,13 +123,19 @@ func (r *Relay) Run(ctx context.Context) error {
 			c.sweep(ctx)
 			nextSweep = time.Now().Add(c.SweepEvery)
 		}
-		n, err := c.round(ctx)
+		n, published, err := c.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err != nil && published > 0 {
+			// Some events failed, others went out (a poison event, such
+			// as one the broker refuses for its size, holds up only its
+			// key): no backoff, or one such event would slow every key.
+			c.log(ctx, slog.LevelWarn, "idempotency: relay round published some events and failed others", slog.Any("error", err))
+		}
 		var wait time.Duration
 		switch {
-		case err != nil:
+		case err != nil && published == 0:
 			backoff = min(max(2*backoff, c.MinBackoff), c.MaxBackoff)
 			wait = backoff
 			c.log(ctx, slog.LevelWarn, "idempotency: relay round failed", slog.Any("error", err), slog.Duration("backoff", wait))
@@ -158,7 +164,8 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.round(ctx)
+	n, _, err := c.round(ctx)
+	return n, err
 }
 
 // Sweep deletes sent events older than Retention, in batches of Batch,
@@ -171,8 +178,16 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 	return c.sweep(ctx)
 }
 
-// round is one claim, publish, mark.
-func (c *Relay) round(ctx context.Context) (int, error) {
+// round is one claim, publish, mark. It reports how many events it
+// claimed and how many of them it published.
+//
+// A Publisher error holds up the failing event's key: the event and the
+// later events of its key in the batch are released, in order, and the
+// relay goes on with the other keys (an event with an empty key holds up
+// nothing else), so that one event the broker refuses (too large, an
+// invalid subject) does not stall the whole outbox. Two failures in a row
+// stop the batch: the broker, not one event, is failing.
+func (c *Relay) round(ctx context.Context) (claimed, published int, err error) {
 	// The lease starts at the database while the claim runs: no earlier
 	// than now, and maybe well before its answer arrives here (a slow
 	// network, a paused process). So the publishing deadline counts from
@@ -182,10 +197,10 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 	evs, err := c.Store.ClaimEvents(ctx, c.Batch, c.Lease)
 	if err != nil {
 		c.storeFailed(ctx, "claim", err)
-		return 0, fmt.Errorf("idempotency: relay: %w", err)
+		return 0, 0, fmt.Errorf("idempotency: relay: %w", err)
 	}
 	if len(evs) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	// Publish within the lease: after it another relay may claim the same
 	// events. The bookkeeping after it runs even when ctx has ended (a
@@ -194,35 +209,57 @@ func (c *Relay) round(ctx context.Context) (int, error) {
 	defer cancel()
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer bcancel()
-	sent := make([]string, 0, len(evs))
-	var perr error
-	for i, ev := range evs {
-		if err := pctx.Err(); err != nil {
-			perr = fmt.Errorf("idempotency: relay: publishing stopped: %w", err)
-		} else if err := c.Publisher.Publish(pctx, ev); err != nil {
-			if c.Hooks.PublishFailed != nil {
-				c.Hooks.PublishFailed(ctx, ev, err)
-			}
-			perr = fmt.Errorf("idempotency: relay: publishing event %q: %w", ev.ID, err)
-		}
-		if perr != nil {
-			c.release(ctx, bctx, start, evs[i:])
-			break
-		}
-		sent = append(sent, ev.ID)
-		if c.Hooks.Published != nil {
-			c.Hooks.Published(ctx, ev, time.Since(ev.CreatedAt))
-		}
+	sent, unsent, perr := c.publish(ctx, pctx, evs)
+	if len(unsent) > 0 {
+		c.release(ctx, bctx, start, unsent)
 	}
 	if len(sent) > 0 {
 		if err := c.Store.MarkSent(bctx, sent); err != nil {
 			// The events stay leased and are published again when the
 			// lease ends: duplicates, which the ids make harmless.
 			c.storeFailed(ctx, "mark_sent", err)
-			return len(evs), errors.Join(perr, fmt.Errorf("idempotency: relay: marking %d events sent: %w", len(sent), err))
+			return len(evs), 0, errors.Join(perr, fmt.Errorf("idempotency: relay: marking %d events sent: %w", len(sent), err))
 		}
 	}
-	return len(evs), perr
+	return len(evs), len(sent), perr
+}
+
+// publish publishes evs in order within pctx and returns the ids it
+// published and the events it did not (see round).
+func (c *Relay) publish(ctx, pctx context.Context, evs []OutboxEvent) (sent []string, unsent []OutboxEvent, perr error) {
+	sent = make([]string, 0, len(evs))
+	held := map[string]bool{} // keys whose event failed
+	lastFailed := false
+	for i, ev := range evs {
+		if err := pctx.Err(); err != nil {
+			return sent, append(unsent, evs[i:]...), errors.Join(perr, fmt.Errorf("idempotency: relay: publishing stopped: %w", err))
+		}
+		if ev.Key != "" && held[ev.Key] {
+			unsent = append(unsent, ev) // behind its key's failed event
+			continue
+		}
+		if err := c.Publisher.Publish(pctx, ev); err != nil {
+			if c.Hooks.PublishFailed != nil {
+				c.Hooks.PublishFailed(ctx, ev, err)
+			}
+			perr = errors.Join(perr, fmt.Errorf("idempotency: relay: publishing event %q: %w", ev.ID, err))
+			if lastFailed {
+				return sent, append(unsent, evs[i:]...), perr
+			}
+			lastFailed = true
+			unsent = append(unsent, ev)
+			if ev.Key != "" {
+				held[ev.Key] = true
+			}
+			continue
+		}
+		lastFailed = false
+		sent = append(sent, ev.ID)
+		if c.Hooks.Published != nil {
+			c.Hooks.Published(ctx, ev, time.Since(ev.CreatedAt))
+		}
+	}
+	return sent, unsent, perr
 }
 
 // release ends the lease of evs (the failing event and the rest of its

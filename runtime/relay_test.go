@@ -52,11 +52,12 @@ func TestRelayHooksBackoffAndSweep(t *testing.T) {
 		swept     int
 		latencies []time.Duration
 	)
+	// The first event fails twice: its rounds publish nothing and back off.
 	failB := 2
 	pub := pubFunc(func(ctx context.Context, ev idemrt.OutboxEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if ev.ID == "b" && failB > 0 {
+		if ev.ID == "a" && failB > 0 {
 			failB--
 			failedAt = append(failedAt, time.Now())
 			return errors.New("no ack")

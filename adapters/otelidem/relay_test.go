@@ -41,7 +41,9 @@ func TestRelayHooks(t *testing.T) {
 	if _, err := r.RunOnce(ctx); err == nil {
 		t.Fatal("the first round did not fail")
 	}
-	if n, err := r.RunOnce(ctx); n != 3 || err != nil {
+	// The events have no key: the first round published the two after the
+	// failing one, and the second publishes that one.
+	if n, err := r.RunOnce(ctx); n != 1 || err != nil {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
 	var rm metricdata.ResourceMetrics

@@ -54,6 +54,7 @@ func RunMessaging(t *testing.T, newStore func(t *testing.T) MessagingStore) {
 		{"RelayCrashRepublishes", relayCrashRepublishes},
 		{"RelayPublishesWithinTheLease", relayPublishesWithinTheLease},
 		{"RelayLateReleaseKeepsAnotherLease", relayLateReleaseKeepsAnotherLease},
+		{"RelayPoisonEventHoldsOnlyItsKey", relayPoisonEventHoldsOnlyItsKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -752,5 +753,42 @@ func relayLateReleaseKeepsAnotherLease(t *testing.T, st MessagingStore) {
 	}
 	if evs, err := st.ClaimEvents(ctx, 10, time.Minute); err != nil || len(evs) != 0 {
 		t.Fatalf("while the second claim holds them: ClaimEvents = %v, %v; want nothing (the late release ended another relay's lease)", ids(evs), err)
+	}
+}
+
+// relayPoisonEventHoldsOnlyItsKey: an event the broker always refuses (too
+// large for it, say) holds up the later events of its key, in order, and
+// nothing else: the other keys' events, and events with no key, go out
+// round after round; before, every round stopped at it and the whole
+// outbox stalled behind it.
+func relayPoisonEventHoldsOnlyItsKey(t *testing.T, st MessagingStore) {
+	ctx := msgCtx(t)
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "p1", Topic: "t", Key: "A"}, idemrt.OutboxEvent{ID: "p2", Topic: "t", Key: "A"},
+		idemrt.OutboxEvent{ID: "q1", Topic: "t", Key: "B"}, idemrt.OutboxEvent{ID: "q2", Topic: "t"})
+	rec := newRecorder()
+	rec.fail = func(ev idemrt.OutboxEvent) error {
+		if ev.ID == "p1" {
+			return errors.New("maximum payload exceeded")
+		}
+		return nil
+	}
+	r := &idemrt.Relay{Store: st, Publisher: rec, Batch: 10, Lease: time.Minute}
+	n, err := r.RunOnce(ctx)
+	if n != 4 || err == nil || !strings.Contains(err.Error(), "maximum payload") {
+		t.Fatalf("RunOnce = %d, %v; want 4 claimed and p1's error", n, err)
+	}
+	if got := fmt.Sprint(rec.order[""], rec.order["A"], rec.order["B"]); got != "[q2] [] [q1]" {
+		t.Fatalf("published (no key, A, B) %s; want [q2] [] [q1]: A held up behind p1, the others published", got)
+	}
+	inTx(t, ctx, st, idemrt.OutboxEvent{ID: "q3", Topic: "t", Key: "B"})
+	if n, err := r.RunOnce(ctx); n != 3 || err == nil {
+		t.Fatalf("second round: RunOnce = %d, %v; want p1, p2, q3 claimed and p1's error", n, err)
+	}
+	if got := fmt.Sprint(rec.order["A"], rec.order["B"]); got != "[] [q1 q3]" {
+		t.Fatalf("after two rounds, published (A, B) %s; want [] [q1 q3]", got)
+	}
+	rec.fail = nil
+	if n, err := r.RunOnce(ctx); n != 2 || err != nil || fmt.Sprint(rec.order["A"]) != "[p1 p2]" {
+		t.Fatalf("once the broker takes p1: RunOnce = %d, %v, published A %v; want 2, nil, [p1 p2]", n, err, rec.order["A"])
 	}
 }
