@@ -8,13 +8,21 @@
 -- sets it lease + ttl ahead, so that a completion within the lease leaves
 -- it, the one indexed column that moves, as it is, and the completion is a
 -- heap-only (HOT) update that adds no index entries.
+-- principal and fingerprint are SHA-256 digests (32 bytes), and state is
+-- 1, 2 or 3. There are no CHECK constraints for these: the server re-reads
+-- and plans a table's CHECK constraints on every statement that writes it,
+-- about a quarter of a first request's server work (docs/performance-log.md,
+-- "PostgreSQL: the key table without CHECK constraints"). The statements
+-- that write the table keep them instead: state is a constant in each, and
+-- the claims' functions below, the only writers of the digests, refuse a
+-- digest of another length (SQLSTATE 23514, as the constraint did).
 CREATE TABLE IF NOT EXISTS idemgen_keys (
     scope               varchar(255) COLLATE "C" NOT NULL,
-    principal           bytea        NOT NULL CHECK (octet_length(principal) = 32),
+    principal           bytea        NOT NULL,
     idem_key            varchar(255) COLLATE "C" NOT NULL,
-    fingerprint         bytea        NOT NULL CHECK (octet_length(fingerprint) = 32),
+    fingerprint         bytea        NOT NULL,
     fingerprint_version integer      NOT NULL,
-    state               smallint     NOT NULL CHECK (state IN (1, 2, 3)),
+    state               smallint     NOT NULL,
     epoch               bigint       NOT NULL,
     lease_until         timestamptz  NOT NULL,
     expires_at          timestamptz  NOT NULL,
@@ -53,6 +61,10 @@ AS $$
 DECLARE
     claimed bigint;
 BEGIN
+    IF octet_length(p_principal) <> 32 OR octet_length(p_fingerprint) <> 32 THEN
+        RAISE EXCEPTION 'idemgen_keys: principal and fingerprint must be 32 bytes (SHA-256), not % and %',
+            octet_length(p_principal), octet_length(p_fingerprint) USING ERRCODE = 'check_violation';
+    END IF;
     INSERT INTO idemgen_keys AS t (
         scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
         lease_until, expires_at, sweep_at, status, headers, body, tombstone)
@@ -122,6 +134,10 @@ DECLARE
     claimed bigint;
     outcome text;
 BEGIN
+    IF octet_length(p_principal) <> 32 OR octet_length(p_fingerprint) <> 32 THEN
+        RAISE EXCEPTION 'idemgen_keys: principal and fingerprint must be 32 bytes (SHA-256), not % and %',
+            octet_length(p_principal), octet_length(p_fingerprint) USING ERRCODE = 'check_violation';
+    END IF;
     IF pg_try_advisory_xact_lock(p_lock_key) THEN
         INSERT INTO idemgen_keys AS t (
             scope, principal, idem_key, fingerprint, fingerprint_version, state, epoch,
