@@ -27,8 +27,12 @@ func TestRedisIdempotencyRecords(t *testing.T) {
 	if err := be.data.(*sqlData).db.QueryRow("SELECT count(*) FROM charges").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("charges in SQLite: %d, %v; want 1", n, err)
 	}
-	if keys := redis.MustCLI(t, "--scan", "--pattern", "idem:*"); strings.Count(keys, "idem:") != 1 {
+	// One record, beside the marker that every claim checks.
+	if keys := redis.MustCLI(t, "--scan", "--pattern", "idem:{*"); strings.Count(keys, "idem:") != 1 {
 		t.Fatalf("Redis holds %q, want one idempotency record", keys)
+	}
+	if got := redis.MustCLI(t, "GET", "idem:marker"); got != "live" {
+		t.Fatalf("the store's marker idem:marker holds %q, want live", got)
 	}
 	// A refusal (400) writes nothing and saves nothing: the SQL transaction
 	// rolls back.

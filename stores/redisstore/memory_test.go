@@ -505,16 +505,30 @@ func TestPrimaryRestart(t *testing.T) {
 // with Retry-After, ErrRestartedEmpty) until the node has been up for the
 // longest lease granted, so that a retry of a claim in progress that the
 // restart lost cannot run beside the first attempt; then claims resume.
-// With appendonly yes a restart loses nothing and nothing is refused.
+// With appendonly yes a restart loses nothing and nothing is refused. A
+// restart from an RDB snapshot, which holds the claim script's marker
+// (marker.go), is refused by the re-check: its new run_id is not taken for
+// a failover.
 func TestRestartWithoutPersistenceRefuses(t *testing.T) {
-	for _, aof := range []bool{false, true} {
-		t.Run(fmt.Sprint("appendonly ", aof), func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		aof      bool
+		snapshot bool
+	}{{"appendonly false", false, false}, {"appendonly true", true, false}, {"snapshot", false, true}} {
+		aof := tc.aof
+		t.Run(tc.name, func(t *testing.T) {
 			var args []string
 			if aof {
 				args = []string{"--appendonly", "yes", "--appendfsync", "always"}
 			}
 			srv := harness.StartRedis(t, args...)
 			_, h, logs := recheckedHandler(t, srv)
+			if tc.snapshot {
+				srv.MustCLI(t, "SAVE")
+				for range 3 {
+					harness.Do(h, harness.UniqueKey(t, "after-save"))
+				}
+			}
 			srv.Kill()
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)

@@ -33,10 +33,12 @@ const defaultLease = 60 * time.Second
 var ErrEvictingPolicy = errors.New("idempotency store: a Redis node's maxmemory-policy evicts keys")
 
 // ErrRestartedEmpty is returned (wrapped, naming the node) by Claim while
-// the leases that a node restarted without an append-only file may have
-// lost could still be running: the claims in progress on it are gone, and
-// a retry of one would run its handler beside the first attempt.
-var ErrRestartedEmpty = errors.New("idempotency store: a Redis node restarted without persistence; refusing claims until the leases it lost have ended")
+// the leases that a node restarted without an append-only file (or that
+// lost its records otherwise: flushed, or replaced by a replica that did
+// not have them) may have lost could still be running: the claims in
+// progress on it are gone, and a retry of one would run its handler beside
+// the first attempt.
+var ErrRestartedEmpty = errors.New("idempotency store: a Redis node restarted without persistence or lost its records otherwise; refusing claims until the leases it lost have ended")
 
 // policyError is ErrEvictingPolicy for one node.
 type policyError struct{ node, policy string }
@@ -61,7 +63,12 @@ func (e *policyError) Unwrap() error { return ErrEvictingPolicy }
 //     (their keys run again); the claims in progress are lost too, and a
 //     retry would run its handler beside the first attempt, so Claim
 //     refuses every claim until the node has been up for the longest lease
-//     this store has granted (defaultLease before any).
+//     this store has granted (defaultLease before any). The claim script's
+//     marker (marker.go) finds a node emptied from the first claim on; the
+//     re-check also finds a restart from an RDB snapshot, which keeps the
+//     marker. A new run_id at an address that is a failover, not a restart
+//     (failedOver: a Sentinel client's primary replaced by its replica),
+//     is logged at info level and refuses nothing.
 //
 // Each finding is logged once (Options.Logger). Re-checks run in the
 // background, at most one at a time, started by a Claim when one is due,
@@ -79,9 +86,54 @@ type rechecker struct {
 	// noeviction) as it last answered: a node that did not answer keeps
 	// its verdict, a node no longer in the cluster loses it.
 	evicting map[string]error
-	runIDs   map[string]string
-	restart  error     // the latest restart without persistence
-	until    time.Time // claims are refused until then for restart
+	seen     map[string]seenNode // each node's latest answer
+	restart  error               // the latest restart without persistence
+	until    time.Time           // claims are refused until then for restart
+	// lossLogged is the end of the refusal window of the latest loss of
+	// records logged (a restart found here or a marker found absent by a
+	// claim), so that one loss is logged once, not by each claim refused
+	// or by both ways of finding it; resumeLogged: its end was logged.
+	lossLogged   time.Time
+	resumeLogged bool
+}
+
+// seenNode is a node's latest answer to a re-check and when it came.
+type seenNode struct {
+	nodeState
+	at time.Time
+}
+
+// window is the refusal window after a loss of records that a claim with
+// lease finds: the longest lease this store was asked for.
+func (r *rechecker) window(lease time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxLease = max(r.maxLease, lease)
+	return r.maxLease
+}
+
+// lost logs, with logf, a loss of records whose refusal window ends in
+// wait, unless the loss being refused now was logged already.
+func (r *rechecker) lost(wait time.Duration, logf func(*slog.Logger)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if now.Before(r.lossLogged) {
+		return
+	}
+	r.lossLogged, r.resumeLogged = now.Add(wait), false
+	logf(r.log)
+}
+
+// resumed logs, once per loss logged, that a claim ended a refusal window.
+func (r *rechecker) resumed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lossLogged.IsZero() || r.resumeLogged || time.Now().Before(r.lossLogged) {
+		return
+	}
+	r.resumeLogged = true
+	r.log.Info("idempotency store: the refusal window after a loss of records has ended; claims resume")
 }
 
 // err returns why claims are refused now (nil: they are not), starting a
@@ -92,7 +144,6 @@ func (r *rechecker) err(lease time.Duration, check func(context.Context) (map[st
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.maxLease = max(r.maxLease, lease)
 	now := time.Now()
 	if !r.running && !now.Before(r.next) {
 		r.running, r.next = true, now.Add(r.every)
@@ -115,6 +166,10 @@ type nodeState struct {
 	aof      bool
 	primary  bool
 	evicting error // a *policyError, nil for noeviction
+	// INFO replication: master_replid, master_replid2,
+	// master_repl_offset, second_repl_offset.
+	replID, replID2      string
+	offset, secondOffset int64
 }
 
 // run re-checks once. A node that did not answer keeps its previous
@@ -160,40 +215,79 @@ func (r *rechecker) run(check func(context.Context) (map[string]nodeState, error
 	r.refusal = refusal
 }
 
-// observe notes each node's run_id (the first time: the baseline) and, for
-// a node that restarted without an append-only file, refuses claims until
-// it has been up for the longest lease.
+// observe notes each node's answer (the first time: the baseline) and,
+// for a primary that restarted without an append-only file, refuses
+// claims until it has been up for the longest lease.
 func (r *rechecker) observe(nodes map[string]nodeState, now time.Time) {
-	if r.runIDs == nil {
-		r.runIDs = map[string]string{}
+	if r.seen == nil {
+		r.seen = map[string]seenNode{}
 	}
 	for addr, n := range nodes {
 		if n.runID == "" {
 			continue // it did not answer
 		}
-		prev, seen := r.runIDs[addr]
-		r.runIDs[addr] = n.runID
+		prev, seen := r.seen[addr]
+		r.seen[addr] = seenNode{n, now}
 		// A replica that restarted resynchronised from its primary: it
 		// lost nothing the cluster acknowledged.
-		if !seen || prev == n.runID || n.aof || !n.primary {
+		if !seen || prev.runID == n.runID || n.aof || !n.primary {
 			continue
 		}
-		lease := r.maxLease
-		if lease <= 0 {
-			lease = defaultLease
+		if failedOver(prev, n, now) {
+			r.log.Info("idempotency store: the Redis primary is another server now (a failover): it continues the previous primary's "+
+				"replication from where the re-check last saw it, so it has the records acknowledged until then", "addr", addr,
+				"run_id", n.runID, "previous_run_id", prev.runID)
+			continue
 		}
-		// INFO counts the uptime in whole seconds of two truncated
-		// clocks: the node may have been up for up to a second less.
-		until := now.Add(lease - max(n.uptime-time.Second, 0))
-		r.restart = fmt.Errorf("%w: the Redis server %s restarted (its run_id changed) without an append-only file: "+
-			"it came back without the records written since its last RDB snapshot (all of them without one); their keys run again, "+
-			"and claims are refused until the leases it lost have ended (%s after the restart); set appendonly yes", ErrRestartedEmpty, addr, lease)
-		if until.After(r.until) {
-			r.until = until
-		}
-		r.log.Error("idempotency store: a Redis node restarted without persistence; acknowledged records are lost, "+
-			"and every claim is refused (503) until the leases it lost have ended", "addr", addr, "refusing_for", until.Sub(now).Round(time.Millisecond))
+		r.restarted(addr, n, now)
 	}
+}
+
+// failedOver reports whether n, a primary with another run_id than prev
+// had at the same address (a Sentinel client's address is the master's
+// name), is a server promoted in a failover rather than prev's server
+// restarted: it has been up since before prev's reading (INFO counts the
+// uptime in whole seconds, so more whole seconds than have passed), and
+// its data continues the replication stream prev saw, from at least where
+// prev was: prev was its replica (same replication ID, prev's offset
+// reached), or it is prev's replica promoted (prev's ID is its previous
+// one, master_replid2, and it took over after prev's offset). A primary
+// restarted from an RDB snapshot also has the old ID as its previous one,
+// from the snapshot's offset, but has not been up for long; a replica
+// promoted before it had synchronised has another previous ID. Both are
+// losses, not failovers.
+func failedOver(prev seenNode, n nodeState, now time.Time) bool {
+	if n.uptime <= now.Sub(prev.at) || prev.replID == "" {
+		return false
+	}
+	return n.replID == prev.replID && n.offset >= prev.offset ||
+		n.replID2 == prev.replID && n.secondOffset > prev.offset
+}
+
+// restarted refuses claims until the primary at addr, which restarted
+// without an append-only file, has been up for the longest lease, and
+// logs it unless a loss of records was logged for the window already (a
+// claim finding its marker absent).
+func (r *rechecker) restarted(addr string, n nodeState, now time.Time) {
+	lease := r.maxLease
+	if lease <= 0 {
+		lease = defaultLease
+	}
+	// INFO counts the uptime in whole seconds of two truncated
+	// clocks: the node may have been up for up to a second less.
+	until := now.Add(lease - max(n.uptime-time.Second, 0))
+	r.restart = fmt.Errorf("%w: the Redis server %s restarted (its run_id changed) without an append-only file: "+
+		"it came back without the records written since its last RDB snapshot (all of them without one); their keys run again, "+
+		"and claims are refused until the leases it lost have ended (%s after the restart); set appendonly yes", ErrRestartedEmpty, addr, lease)
+	if until.After(r.until) {
+		r.until = until
+	}
+	if now.Before(r.lossLogged) {
+		return
+	}
+	r.lossLogged, r.resumeLogged = until, false
+	r.log.Error("idempotency store: a Redis node restarted without persistence; acknowledged records are lost, "+
+		"and every claim is refused (503) until the leases it lost have ended", "addr", addr, "refusing_for", until.Sub(now).Round(time.Millisecond))
 }
 
 // checkNodes reads the maxmemory-policy, run_id, uptime and persistence
@@ -228,7 +322,9 @@ func checkNode(ctx context.Context, c *redis.Client) (nodeState, error) {
 	info := parseInfo(text)
 	secs, _ := strconv.ParseInt(info["uptime_in_seconds"], 10, 64)
 	n := nodeState{runID: info["run_id"], uptime: time.Duration(secs) * time.Second, aof: info["aof_enabled"] == "1",
-		primary: info["role"] == "master"}
+		primary: info["role"] == "master", replID: info["master_replid"], replID2: info["master_replid2"]}
+	n.offset, _ = strconv.ParseInt(info["master_repl_offset"], 10, 64)
+	n.secondOffset, _ = strconv.ParseInt(info["second_repl_offset"], 10, 64)
 	if p := info["maxmemory_policy"]; p != "" && p != "noeviction" {
 		n.evicting = &policyError{node: "server " + c.Options().Addr, policy: p}
 	}

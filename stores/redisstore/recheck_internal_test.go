@@ -38,3 +38,50 @@ func TestRecheckVerdictPerNode(t *testing.T) {
 	step(map[string]nodeState{"10.0.0.1:6379": a, "10.0.0.3:6379": evicting}, nil, true)
 	step(map[string]nodeState{"10.0.0.1:6379": a}, nil, false)
 }
+
+// TestFailedOver: the re-check tells a failover (another server, which
+// has the previous primary's data) from a restart or a promotion that
+// lost data, from INFO's uptime and replication fields.
+func TestFailedOver(t *testing.T) {
+	now := time.Now()
+	const old, other = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	prev := seenNode{nodeState{runID: "a", primary: true, replID: old, offset: 5000, uptime: time.Hour}, now.Add(-5 * time.Second)}
+	promoted := nodeState{runID: "b", primary: true, replID: "3333333333333333333333333333333333333333", replID2: old, secondOffset: 5001, uptime: time.Hour}
+	for _, tc := range []struct {
+		name string
+		n    func(nodeState) nodeState
+		want bool
+	}{
+		{"a replica promoted with the primary's data", func(n nodeState) nodeState { return n }, true},
+		{"a replica promoted ahead of the last reading", func(n nodeState) nodeState { n.secondOffset = 9000; return n }, true},
+		{"restarted from an RDB snapshot (up 2s)", func(n nodeState) nodeState { n.uptime = 2 * time.Second; return n }, false},
+		{"restarted from a snapshot as the re-check read it (up 5s)", func(n nodeState) nodeState { n.uptime = 5 * time.Second; return n }, false},
+		{"a replica promoted behind the last reading", func(n nodeState) nodeState { n.secondOffset = 4000; return n }, false},
+		{"a replica promoted before it synchronised", func(n nodeState) nodeState { n.replID2 = other; return n }, false},
+		{"prev was its replica", func(n nodeState) nodeState { n.replID, n.replID2, n.offset = old, other, 5000; return n }, true},
+		{"prev was its replica, ahead of it", func(n nodeState) nodeState { n.replID, n.replID2, n.offset = old, other, 4999; return n }, false},
+	} {
+		if got := failedOver(prev, tc.n(promoted), now); got != tc.want {
+			t.Errorf("%s: failedOver %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if failedOver(seenNode{nodeState{runID: "a", primary: true}, prev.at}, promoted, now) {
+		t.Error("a previous reading without a replication ID: failedOver, want not")
+	}
+}
+
+// TestKeySlot: the marker of a record is in the record's hash slot
+// (Redis Cluster's CRC-16 of the hash tag; reference values from CLUSTER
+// KEYSLOT), and every slot has a tag.
+func TestKeySlot(t *testing.T) {
+	for key, slot := range map[string]int{"foo": 12182, "123456789": 12739, "{user1000}.following": 3443, "idem:{abc}": 7638, "a{}b": 13694} {
+		if got := keySlot(key); got != slot {
+			t.Errorf("keySlot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+	for slot, tag := range slotTags() {
+		if keySlot("x{"+tag+"}") != slot {
+			t.Fatalf("slot %d: tag %q hashes to %d", slot, tag, keySlot(tag))
+		}
+	}
+}

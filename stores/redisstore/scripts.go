@@ -69,15 +69,48 @@ if s and s ~= '1' and s ~= '3' then
 end
 `
 
-// claimScript: KEYS[1] the record; ARGV fingerprint, fingerprint version,
-// lease ms, ttl ms. Returns readLua's answers, or
+// markerLua, after nowLua, refuses the claim unless KEYS[2], the marker
+// of the record's node (markerKey: on a cluster, one per hash slot, in the
+// record's slot), says the node still holds the records it acknowledged.
+// New writes every marker ("live"), without a TTL, so that no
+// maxmemory-policy New accepts evicts it. A node restarted without
+// persistence, flushed (FLUSHALL, FLUSHDB), or replaced by a replica
+// promoted before it had the data comes back without it: the first claim
+// that finds it absent notes the time (the marker holds now_ms) and every
+// claim is refused,
 //
-//	{1, epoch, takenOver}   acquired
+//	{4, first, remainingMs}   first: 1 for the claim that found it absent
+//
+// until ARGV[5] ms (the longest lease of the claiming store) have passed
+// since, so that the claims in progress the node forgot cannot run beside
+// their retries; then the next claim sets the marker back to "live" and
+// goes on. A marker that is absent is never re-created before that: a
+// restart in the window begins it again.
+const markerLua = `
+local m = redis.call('GET', KEYS[2])
+local resumed = 0
+if m ~= 'live' then
+  if not m then
+    redis.call('SET', KEYS[2], string.format('%d', now_ms))
+    return {4, 1, tonumber(ARGV[5])}
+  end
+  local left = (tonumber(m) or now_ms) + tonumber(ARGV[5]) - now_ms
+  if left > 0 then return {4, 0, left} end
+  redis.call('SET', KEYS[2], 'live')
+  resumed = 1
+end
+`
+
+// claimScript: KEYS[1] the record, KEYS[2] its node's marker (markerLua);
+// ARGV fingerprint, fingerprint version, lease ms, ttl ms, refusal window
+// ms. Returns markerLua's refusal, readLua's answers, or
+//
+//	{1, epoch, takenOver, resumed}   acquired (resumed: this claim ended a refusal window)
 //
 // A fresh record's epoch is the server's clock in microseconds, so that a
 // record re-created after the old one expired follows every epoch that one
 // handed out; a takeover or a claim of a released record is previous+1.
-var claimScript = redis.NewScript(denyOOM + nowLua + readLua + `
+var claimScript = redis.NewScript(denyOOM + nowLua + markerLua + readLua + `
 local epoch
 local taken = 0
 if not s then
@@ -90,7 +123,7 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 's', '1', 'e', epoch, 'f', ARGV[1], 'v', ARGV[2],
   'l', string.format('%d', now_ms + tonumber(ARGV[3])))
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {1, epoch, taken}
+return {1, epoch, taken, resumed}
 `)
 
 // peekScript: KEYS[1] the record. Returns readLua's answers, or {0} when

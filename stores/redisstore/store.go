@@ -19,7 +19,11 @@
 //
 // New refuses a server that would delete records by itself: any
 // maxmemory-policy but noeviction; after New, Claim refuses every claim
-// while a periodic re-check finds one (Options.RecheckInterval). When memory is full, a claim is refused
+// while a periodic re-check finds one (Options.RecheckInterval). Every
+// claim also checks a marker key of its node that New writes (marker.go):
+// a node that lost its records (restarted without persistence, flushed)
+// has none, and its claims are refused (ErrRestartedEmpty) for a lease.
+// When memory is full, a claim is refused
 // before the handler runs (ErrOutOfMemory: the wrapper answers 503), while
 // completions and releases of claims already granted still run; see
 // scripts.go.
@@ -90,8 +94,13 @@ type Options struct {
 	// append-only file (its run_id changed), the store logs it and Claim
 	// refuses every claim with ErrRestartedEmpty until the node has been up
 	// for the longest lease the store has granted: the claims in progress
-	// it lost cannot run beside a retry. Records lost before the re-check
-	// are lost: the interval bounds how long a change goes unnoticed.
+	// it lost cannot run beside a retry. A new run_id of a server that has
+	// the previous one's data (a Sentinel failover to a replica) is logged
+	// as a failover and refuses nothing. An evicting policy set between two
+	// re-checks can delete records in the meantime: the interval bounds how
+	// long it goes unnoticed. A node emptied meanwhile (restarted without
+	// persistence, flushed) is no such gap: each claim checks its node's
+	// marker (marker.go) and is refused from the first one on.
 	RecheckInterval time.Duration
 	// Logger receives New's warnings and the re-checks' findings (nil:
 	// slog.Default()).
@@ -121,6 +130,7 @@ type Store struct {
 	single  *redis.Client        // the client when it is not a cluster client
 	cluster *redis.ClusterClient // the client when it is one
 	prefix  string
+	marker  string // a standalone server's marker (marker.go)
 	waitN   int
 	waitFor time.Duration
 	// recheck re-reads the servers' maxmemory-policy and run_id (recheck.go).
@@ -157,6 +167,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
+	s.marker = s.prefix + "marker"
 	if s.waitFor <= 0 {
 		s.waitFor = DefaultWaitTimeout
 	}
@@ -180,6 +191,9 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 		}
 	default:
 		return nil, fmt.Errorf("idempotency store: unsupported Redis client %T (want *redis.Client or *redis.ClusterClient)", client)
+	}
+	if err := s.writeMarkers(ctx); err != nil {
+		return nil, fmt.Errorf("idempotency store: writing the markers that claims check (a node that lost its records has none): %w", err)
 	}
 	s.recheck.every, s.recheck.log = opts.RecheckInterval, log
 	if s.recheck.every == 0 {
@@ -406,24 +420,33 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	if err := storekit.CheckRecordKey(req.RecordKey); err != nil {
 		return idemrt.ClaimResult{}, err
 	}
+	window := s.recheck.window(req.Lease)
 	if err := s.recheck.err(req.Lease, s.checkNodes); err != nil {
 		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim refused: %w", err)
 	}
 	key := s.Key(req.RecordKey)
-	v, err := s.run(ctx, claimScript, key, func(v any) bool { return replyKind(v) == 1 },
+	marker := s.markerKey(key)
+	v, err := s.run(ctx, claimScript, []string{key, marker}, func(v any) bool { return replyKind(v) == 1 },
 		req.Fingerprint[:], req.FingerprintVersion,
-		max(storekit.DurationUnits(req.Lease, time.Millisecond), 1), max(storekit.DurationUnits(req.TTL, time.Millisecond), 1))
+		max(storekit.DurationUnits(req.Lease, time.Millisecond), 1), max(storekit.DurationUnits(req.TTL, time.Millisecond), 1),
+		max(storekit.DurationUnits(window, time.Millisecond), 1))
 	if isOOM(err) {
 		// Refused before it ran: answer a key in progress or completed
 		// from a script that writes nothing (Redis runs it when full).
 		oom := err
-		v, err = s.run(ctx, peekScript, key, func(any) bool { return false })
+		v, err = s.run(ctx, peekScript, []string{key}, func(any) bool { return false })
 		if err == nil && replyKind(v) == 0 {
 			return idemrt.ClaimResult{}, fmt.Errorf("%w: %w", ErrOutOfMemory, oom)
 		}
 	}
 	if err != nil {
 		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
+	}
+	switch a, _ := v.([]any); {
+	case replyKind(v) == 4 && len(a) == 3:
+		return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim refused: %w", s.lostError(a, marker))
+	case replyKind(v) == 1 && len(a) == 4 && a[3] == int64(1):
+		s.recheck.resumed()
 	}
 	res, err := claimResult(v)
 	if err != nil {
@@ -442,7 +465,7 @@ func (s *Store) Complete(ctx context.Context, c idemrt.Completion) error {
 	if cp.Tombstone {
 		tomb = "1"
 	}
-	v, err := s.run(ctx, completeScript, s.Key(c.RecordKey), func(v any) bool { return v == int64(1) },
+	v, err := s.run(ctx, completeScript, []string{s.Key(c.RecordKey)}, func(v any) bool { return v == int64(1) },
 		strconv.FormatInt(c.Epoch, 10), max(storekit.DurationUnits(c.TTL, time.Millisecond), 1), tomb, cp.Status, cp.Headers, cp.Body)
 	if err != nil {
 		return fmt.Errorf("idempotency store: complete: %w", err)
@@ -474,12 +497,28 @@ func (s *Store) Release(ctx context.Context, key idemrt.RecordKey, epoch int64) 
 // Redis reclaims them itself.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) { return 0, ctx.Err() }
 
-// run runs script on key. In WAIT mode, when wrote reports that the script
-// wrote, it then WAITs on the same connection for the replicas.
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, wrote func(any) bool, args ...any) (any, error) {
-	keys := []string{key}
+// run runs script on keys (of one hash slot). In WAIT mode, when wrote
+// reports that the script wrote, it then WAITs on the same connection for
+// the replicas.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, wrote func(any) bool, args ...any) (any, error) {
+	key := keys[0]
 	if s.waitN == 0 {
-		return script.Run(ctx, s.client, keys, args...).Result()
+		for {
+			v, err := script.Run(ctx, s.client, keys, args...).Result()
+			// A claim names two keys (the record and its marker): in a
+			// slot that is being migrated, the importing node answers
+			// TRYAGAIN while it has only one of them (a new key's record
+			// is on neither node) until the slot's migration ends, longer
+			// than go-redis's own retries wait. Try again until ctx ends.
+			if s.cluster == nil || !redis.IsTryAgainError(err) {
+				return v, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 	}
 	if s.single != nil {
 		return s.runWait(ctx, s.single, script, keys, wrote, args)
