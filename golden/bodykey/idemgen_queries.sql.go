@@ -378,12 +378,11 @@ func (q *sqlcQueries) LockOutboxClaims(ctx context.Context) error {
 
 const lookup = `-- name: Lookup :one
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
-       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-       (k.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       (k.lease_until - statement_timestamp())::interval AS lease_remaining,
        k.status, k.headers, k.body, k.tombstone
 FROM subscription_keys k
 WHERE k.scope = $1 AND k.principal = $2 AND k.idem_key = $3
+  AND k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()))
 `
 
 type sqlcLookupParams struct {
@@ -397,20 +396,20 @@ type sqlcLookupRow struct {
 	State              int16
 	Fingerprint        []byte
 	FingerprintVersion int32
-	Live               bool
-	Unexpired          bool
-	LeaseRemainingMs   int64
+	LeaseRemaining     pgtype.Interval
 	Status             int32
 	Headers            []byte
 	Body               []byte
 	Tombstone          bool
 }
 
-// Lookup reads the record of a key with its liveness, measured on the
+// Lookup reads the live record of a key, its liveness measured on the
 // database's clock: in transactional mode, the record ClaimTx found live,
 // read after the ROLLBACK of ClaimTx's transaction in the same round
-// trip. It decides nothing on its own: a record it finds no longer live is
-// claimed again.
+// trip. No row means the record is no longer live (or was swept since): it
+// is claimed again. As Claim's, its select list holds no more expressions
+// than it needs (the server builds them on every execution): liveness is a
+// condition of the read, and the lease left an interval.
 func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLookupRow, error) {
 	row := q.db.QueryRow(ctx, lookup, arg.Scope, arg.Principal, arg.IdemKey)
 	var i sqlcLookupRow
@@ -419,9 +418,7 @@ func (q *sqlcQueries) Lookup(ctx context.Context, arg sqlcLookupParams) (sqlcLoo
 		&i.State,
 		&i.Fingerprint,
 		&i.FingerprintVersion,
-		&i.Live,
-		&i.Unexpired,
-		&i.LeaseRemainingMs,
+		&i.LeaseRemaining,
 		&i.Status,
 		&i.Headers,
 		&i.Body,

@@ -1,16 +1,17 @@
 -- name: Lookup :one
--- Lookup reads the record of a key with its liveness, measured on the
+-- Lookup reads the live record of a key, its liveness measured on the
 -- database's clock: in transactional mode, the record ClaimTx found live,
 -- read after the ROLLBACK of ClaimTx's transaction in the same round
--- trip. It decides nothing on its own: a record it finds no longer live is
--- claimed again.
+-- trip. No row means the record is no longer live (or was swept since): it
+-- is claimed again. As Claim's, its select list holds no more expressions
+-- than it needs (the server builds them on every execution): liveness is a
+-- condition of the read, and the lease left an interval.
 SELECT k.epoch, k.state, k.fingerprint, k.fingerprint_version,
-       (k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp())))::boolean AS live,
-       (k.expires_at > statement_timestamp())::boolean AS unexpired,
-       (extract(epoch FROM k.lease_until - statement_timestamp()) * 1000)::bigint AS lease_remaining_ms,
+       (k.lease_until - statement_timestamp())::interval AS lease_remaining,
        k.status, k.headers, k.body, k.tombstone
 FROM idempotency_keys k
-WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key);
+WHERE k.scope = sqlc.arg(scope) AND k.principal = sqlc.arg(principal) AND k.idem_key = sqlc.arg(idem_key)
+  AND k.expires_at > statement_timestamp() AND (k.state = 2 OR (k.state = 1 AND k.lease_until > statement_timestamp()));
 
 -- name: Claim :one
 -- Claim reads the record of a key and, when it is absent, expired,

@@ -219,10 +219,10 @@ func (s *Store) Claim(ctx context.Context, req idemrt.ClaimRequest) (idemrt.Clai
 	return idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: the record kept changing after %d attempts", storekit.MaxClaimAttempts)
 }
 
-// leaseLeft is the lease a record in progress has left, as Claim reads it:
-// the difference of two timestamps, an interval of days and microseconds
-// (never months). Negative for a lease that ended (Record.Result makes it
-// 0); 0 for no record.
+// leaseLeft is the lease a record in progress has left, as Claim and
+// Lookup read it: the difference of two timestamps, an interval of days
+// and microseconds (never months). Negative for a lease that ended
+// (Record.Result makes it 0); 0 for no record.
 func leaseLeft(iv pgtype.Interval) time.Duration {
 	return time.Duration(iv.Days)*24*time.Hour + time.Duration(iv.Microseconds)*time.Microsecond
 }
@@ -299,11 +299,9 @@ func (s *Store) claimOn(ctx context.Context, conn *pgxpool.Conn, req idemrt.Clai
 	cur, err := sqlcNew(pgkit.AfterRollback{Conn: conn}).Lookup(ctx, sqlcLookupParams{Scope: req.Scope, Principal: req.PrincipalHash[:], IdemKey: req.Key})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, idemrt.ClaimResult{}, nil // swept since
+		return nil, idemrt.ClaimResult{}, nil // no longer live, or swept since
 	case err != nil:
 		return nil, idemrt.ClaimResult{}, fmt.Errorf("idempotency store: claim: %w", err)
-	case !cur.Live:
-		return nil, idemrt.ClaimResult{}, nil
 	}
 	res, err := lookupRecord(cur)
 	return nil, res, err
@@ -320,7 +318,7 @@ func lookupRecord(cur sqlcLookupRow) (idemrt.ClaimResult, error) {
 		Epoch:              cur.Epoch,
 		Fingerprint:        cur.Fingerprint,
 		FingerprintVersion: int64(cur.FingerprintVersion),
-		LeaseRemaining:     time.Duration(cur.LeaseRemainingMs) * time.Millisecond,
+		LeaseRemaining:     leaseLeft(cur.LeaseRemaining),
 		Status:             int64(cur.Status),
 		Headers:            cur.Headers,
 		Body:               cur.Body,
