@@ -134,7 +134,7 @@ type Store struct {
 	waitN   int
 	waitFor time.Duration
 	// recheck re-reads the servers' maxmemory-policy and run_id (recheck.go).
-	recheck rechecker
+	recheck  rechecker
 	identity string // see StoreIdentity
 }
 
