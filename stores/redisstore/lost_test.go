@@ -153,6 +153,32 @@ func TestLostRecordsRefusedCluster(t *testing.T) {
 	}
 }
 
+// TestLostRecordsStoreStartedCluster: a store started after a cluster
+// primary was flushed, before any claim found its slots' markers gone,
+// must not take those slots for new (the other primaries' markers show
+// that the cluster is not): a charge completed there before the flush,
+// retried through the new store or the old one, is refused and does not
+// run again.
+func TestLostRecordsStoreStartedCluster(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3, 0)
+	dsn := clusterDSN(c)
+	f := newLostFixture(t, dsn, nil)
+	client := dial(t, dsn).(*redis.ClusterClient)
+	ctx := context.Background()
+	key := harness.UniqueKey(t, "charge")
+	f.charge(t, key, http.StatusCreated, 1)
+	node, err := client.MasterForKey(ctx, f.st.Key(idemrt.RecordKey{Scope: "createCharge", Key: key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	late := newLostFixture(t, dsn, f.runs)
+	late.charge(t, key, http.StatusServiceUnavailable, 1)
+	f.charge(t, key, http.StatusServiceUnavailable, 1)
+}
+
 // TestSentinelFailover: a Sentinel failover promotes the replica, which
 // has another run_id. The re-check must tell it from a restart without
 // persistence: no alarm, no refusal; claims go on on the new primary, and

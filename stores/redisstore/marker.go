@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The markers (see markerLua in scripts.go) close the window between a
@@ -88,17 +91,33 @@ func (s *Store) markerKey(key string) string {
 // slotMarker is a cluster's marker of the hash slot that tag hashes to.
 func (s *Store) slotMarker(tag string) string { return s.prefix + "marker{" + tag + "}" }
 
-// writeMarkers sets every marker that is absent to "live" (SET NX: a
-// marker that holds the time its loss was found keeps it, so that a store
-// started during a refusal does not end it). New calls it: it cannot tell
-// a node that is new from one that lost its records before any claim
-// found its marker absent, and takes it as new.
+// writeMarkers sets the markers to "live" on a server or cluster that has
+// none of them yet (SET NX: a marker that holds the time its loss was
+// found keeps it, so that a store started during a refusal does not end
+// it). New calls it: it cannot tell a node that is new from one that lost
+// its records before any claim found its marker absent, and takes it as
+// new. On a cluster where some markers exist it writes none: the cluster
+// is not new, and a slot without its marker lost it with its node's
+// records (flushed, restarted empty), which the first claim there must
+// find; writing it would have that slot's lost keys run again.
 func (s *Store) writeMarkers(ctx context.Context) error {
 	if s.cluster == nil {
 		return s.client.SetNX(ctx, s.marker, markerLive, 0).Err()
 	}
+	tags := slotTags()
 	pipe := s.cluster.Pipeline()
-	for _, tag := range slotTags() {
+	exists := make([]*redis.IntCmd, len(tags))
+	for i, tag := range tags {
+		exists[i] = pipe.Exists(ctx, s.slotMarker(tag))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(exists, func(c *redis.IntCmd) bool { return c.Val() > 0 }) {
+		return nil
+	}
+	pipe = s.cluster.Pipeline()
+	for _, tag := range tags {
 		pipe.SetNX(ctx, s.slotMarker(tag), markerLive, 0)
 	}
 	_, err := pipe.Exec(ctx)
