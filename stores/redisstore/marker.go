@@ -82,8 +82,11 @@ func (s *Store) markerKey(key string) string {
 	if s.cluster == nil {
 		return s.marker
 	}
-	return s.prefix + "marker{" + slotTags()[keySlot(key)] + "}"
+	return s.slotMarker(slotTags()[keySlot(key)])
 }
+
+// slotMarker is a cluster's marker of the hash slot that tag hashes to.
+func (s *Store) slotMarker(tag string) string { return s.prefix + "marker{" + tag + "}" }
 
 // writeMarkers sets every marker that is absent to "live" (SET NX: a
 // marker that holds the time its loss was found keeps it, so that a store
@@ -96,7 +99,7 @@ func (s *Store) writeMarkers(ctx context.Context) error {
 	}
 	pipe := s.cluster.Pipeline()
 	for _, tag := range slotTags() {
-		pipe.SetNX(ctx, s.prefix+"marker{"+tag+"}", markerLive, 0)
+		pipe.SetNX(ctx, s.slotMarker(tag), markerLive, 0)
 	}
 	_, err := pipe.Exec(ctx)
 	return err

@@ -118,10 +118,17 @@ func (r *rechecker) lost(wait time.Duration, logf func(*slog.Logger)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
+	r.logLoss(now, now.Add(wait), logf)
+}
+
+// logLoss logs, with logf, a loss of records found at now whose refusal
+// window ends at until, unless the loss being refused at now was logged
+// already (by a claim or by a re-check). r.mu is held.
+func (r *rechecker) logLoss(now, until time.Time, logf func(*slog.Logger)) {
 	if now.Before(r.lossLogged) {
 		return
 	}
-	r.lossLogged, r.resumeLogged = now.Add(wait), false
+	r.lossLogged, r.resumeLogged = until, false
 	logf(r.log)
 }
 
@@ -282,12 +289,10 @@ func (r *rechecker) restarted(addr string, n nodeState, now time.Time) {
 	if until.After(r.until) {
 		r.until = until
 	}
-	if now.Before(r.lossLogged) {
-		return
-	}
-	r.lossLogged, r.resumeLogged = until, false
-	r.log.Error("idempotency store: a Redis node restarted without persistence; acknowledged records are lost, "+
-		"and every claim is refused (503) until the leases it lost have ended", "addr", addr, "refusing_for", until.Sub(now).Round(time.Millisecond))
+	r.logLoss(now, until, func(log *slog.Logger) {
+		log.Error("idempotency store: a Redis node restarted without persistence; acknowledged records are lost, "+
+			"and every claim is refused (503) until the leases it lost have ended", "addr", addr, "refusing_for", until.Sub(now).Round(time.Millisecond))
+	})
 }
 
 // checkNodes reads the maxmemory-policy, run_id, uptime and persistence

@@ -538,10 +538,8 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, wr
 			if s.cluster == nil || !redis.IsTryAgainError(err) {
 				return v, err
 			}
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
-			case <-time.After(10 * time.Millisecond):
+			if err := pause(ctx, err); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -568,11 +566,20 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, wr
 			return v, err
 		}
 		s.cluster.ReloadState(ctx)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last answer: %v)", ctx.Err(), err)
-		case <-time.After(10 * time.Millisecond):
+		if err := pause(ctx, err); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// pause waits before run tries a script again after the answer last: 10
+// ms, or until ctx ends (its error, naming last).
+func pause(ctx context.Context, last error) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w (last answer: %v)", ctx.Err(), last)
+	case <-time.After(10 * time.Millisecond):
+		return nil
 	}
 }
 
