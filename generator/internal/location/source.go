@@ -159,7 +159,8 @@ func (s *Source) Frame(p Pos) string {
 // keys are the items' indexes ("0", "1"...) and each maps to the item's
 // offset (its '-' indicator, or its '{' in a flow array); off may be such
 // an item, whose children are the keys of its mapping. An item's offset
-// is never a key's: a key starts with neither '-' nor '{'.
+// is never a key's: a key starts neither with '{' nor with a '-' followed
+// by a space ("-tenant" is a key).
 func (s *Source) Children(off int) map[string]int {
 	if m, ok := s.kids[off]; ok {
 		return m
@@ -171,7 +172,7 @@ func (s *Source) Children(off int) map[string]int {
 	switch {
 	case off == Root:
 		m = s.rootChildren()
-	case s.Text[off] == '-':
+	case isItem(s.Text, off):
 		m = s.blockItemChildren(off)
 	case s.Text[off] == '{':
 		m = s.flowChildren(off)
@@ -288,7 +289,7 @@ func (s *Source) blockItemChildren(dash int) map[string]int {
 		return s.blockChildren(next, dashIndent, -1)
 	}
 	m := map[string]int{}
-	if k := skipKey(t, i); k > i && k < len(t) && t[k] == ':' && t[i] != '-' && t[i] != '?' {
+	if k := skipKey(t, i); k > i && k < len(t) && t[k] == ':' && !isItem(t, i) && t[i] != '?' {
 		m[keyText(t[i:k])] = i
 	}
 	maps.Copy(m, s.blockChildren(next, dashIndent, i-lines[line]))
@@ -379,7 +380,7 @@ func (s *Source) blockChildren(from, keyIndent, childIndent int) map[string]int 
 			return m
 		case childIndent < 0 || ind == childIndent:
 			childIndent = ind
-			if k := skipKey(rest, 0); k > 0 && k < len(rest) && rest[k] == ':' && rest[0] != '-' && rest[0] != '?' {
+			if k := skipKey(rest, 0); k > 0 && k < len(rest) && rest[k] == ':' && !isItem(rest, 0) && rest[0] != '?' {
 				m[keyText(rest[:k])] = start + ind
 			}
 		}
