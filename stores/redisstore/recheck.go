@@ -133,10 +133,12 @@ func (r *rechecker) logLoss(now, until time.Time, logf func(*slog.Logger)) {
 }
 
 // resumed logs, once per loss logged, that a claim ended a refusal window.
+// The claim script decided it on the server's clock: lossLogged, this
+// store's estimate of the window's end, may still be a round trip ahead.
 func (r *rechecker) resumed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.lossLogged.IsZero() || r.resumeLogged || time.Now().Before(r.lossLogged) {
+	if r.lossLogged.IsZero() || r.resumeLogged {
 		return
 	}
 	r.resumeLogged = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +84,21 @@ func TestKeySlot(t *testing.T) {
 		if keySlot("x{"+tag+"}") != slot {
 			t.Fatalf("slot %d: tag %q hashes to %d", slot, tag, keySlot(tag))
 		}
+	}
+}
+
+// TestResumeLogged: a claim whose script ended a refusal window (it set
+// its marker back to live: the server's clock says the window is over)
+// logs that claims resume, even when this store's own estimate of the
+// window's end, taken when the refused reply arrived, is a round trip
+// later (a restart's test did not see "claims resume" now and then).
+func TestResumeLogged(t *testing.T) {
+	var buf strings.Builder
+	r := &rechecker{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	r.lost(time.Hour, func(log *slog.Logger) { log.Error("lost") })
+	r.resumed()
+	r.resumed()
+	if n := strings.Count(buf.String(), "claims resume"); n != 1 {
+		t.Errorf("the end of the refusal was logged %d times, want once:\n%s", n, buf.String())
 	}
 }
