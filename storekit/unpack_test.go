@@ -10,13 +10,15 @@ import (
 	"testing"
 )
 
+// decimal is a field UnpackRecord accepts: an optionally negative integer
+// of 1-18 digits.
+var decimal = regexp.MustCompile(`^-?[0-9]{1,18}$`)
+
 // FuzzUnpackRecord: UnpackRecord reads back every live and epoch that
 // SQLite's Lookup writes in decimal (strconv's spelling, which is SQLite's
 // for an integer), hands what follows them to SplitRecord unchanged, and on
 // arbitrary bytes either agrees with strconv on a prefix of two integers of
 // 1-18 digits or refuses; it never panics.
-var decimal = regexp.MustCompile(`^-?[0-9]{1,18}$`)
-
 func FuzzUnpackRecord(f *testing.F) {
 	f.Add(int64(-16*1024+201*16+3), int64(1764676800123456), []byte{7, 7}, []byte("-1,2,x"))
 	f.Add(int64(math.MaxInt64), int64(math.MinInt64), []byte{}, []byte("--1,2,"))

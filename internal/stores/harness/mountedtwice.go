@@ -16,13 +16,13 @@ import (
 // key over two Store values of one table (a and b, made by two NewStore
 // calls over one database): every request, of 16 concurrent clients, is
 // answered 500 mounted-twice, without waiting on the outer claim, and the
-// handler never runs, plain and
-// transactional (for a TxStore); the key runs once the wiring is fixed. elsewhere is a
-// store of another table (another database or schema): over a and it, both
-// wrappers claim, as over two stores (transactional too, unless
-// !elsewhereTx: the PostgreSQL stores of two schemas of one database share
-// the key's advisory lock, so the inner transactional claim waits on the
-// outer one and answers 409 in-progress).
+// handler never runs, plain and transactional (for a TxStore); the key
+// runs once the wiring is fixed. elsewhere is a store of another table
+// (another database or schema): over a and it, both wrappers claim, as
+// over two stores (transactional too, unless !elsewhereTx: the PostgreSQL
+// stores of two schemas of one database share the key's advisory lock, so
+// the inner transactional claim waits on the outer one and answers 409
+// in-progress).
 func MountedTwice(t *testing.T, a, b, elsewhere idemrt.Store, elsewhereTx bool) {
 	t.Helper()
 	ida, idb := identity(a), identity(b)
