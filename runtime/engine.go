@@ -839,8 +839,8 @@ func (a *txAttempt) undo(status int) {
 	a.e.report(a.ctx, a.e.hooks.Released, Event{OperationID: a.op.name, Scope: a.op.scope, Key: a.rk.Key, Epoch: a.epoch, Status: status}, slog.LevelDebug, "idempotency: rolled back", a.op, slog.Int("status", status))
 }
 
-// resetHeaders puts back the headers set before the handler, for a 503 that
-// replaces the handler's response.
+// resetHeaders puts back the headers set before the handler, for a problem
+// (503, or 500 response-too-large) that replaces the handler's response.
 func (a *txAttempt) resetHeaders() {
 	h := a.w.Header()
 	clear(h)

@@ -185,8 +185,10 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 // later events of its key in the batch are released, in order, and the
 // relay goes on with the other keys (an event with an empty key holds up
 // nothing else), so that one event the broker refuses (too large, an
-// invalid subject) does not stall the whole outbox. Two failures in a row
-// stop the batch: the broker, not one event, is failing.
+// invalid subject) does not stall the whole outbox, until its key has
+// Batch unsent events: the claim takes the oldest, so every batch is then
+// that key's alone. Two failures in a row stop the batch: the broker, not
+// one event, is failing.
 func (c *Relay) round(ctx context.Context) (claimed, published int, err error) {
 	// The lease starts at the database while the claim runs: no earlier
 	// than now, and maybe well before its answer arrives here (a slow

@@ -120,7 +120,7 @@ func relay(ctx context.Context, c relayConfig, log *slog.Logger) error {
 		Logger:    log,
 		Hooks: idemrt.RelayHooks{
 			PublishFailed: func(ctx context.Context, ev idemrt.OutboxEvent, err error) {
-				log.WarnContext(ctx, "publish failed; the batch is released and retried", "event", ev.ID, "err", err)
+				log.WarnContext(ctx, "publish failed; the event and the later ones of its key are released and retried", "event", ev.ID, "err", err)
 			},
 		},
 	}
