@@ -178,6 +178,10 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 	return c.sweep(ctx)
 }
 
+// relayBookkeeping bounds a round's store calls after publishing (MarkSent,
+// ReleaseEvents), which run even when the relay's context has ended.
+var relayBookkeeping = 10 * time.Second
+
 // round is one claim, publish, mark. It reports how many events it
 // claimed and how many of them it published.
 //
@@ -209,9 +213,10 @@ func (c *Relay) round(ctx context.Context) (claimed, published int, err error) {
 	// shutdown), so that a stopped relay leaves nothing to re-publish.
 	pctx, cancel := context.WithDeadline(ctx, start.Add(c.Lease))
 	defer cancel()
-	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer bcancel()
 	sent, unsent, perr := c.publish(ctx, pctx, evs)
+	// Bounded from now: publishing may have taken most of the lease.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), relayBookkeeping)
+	defer bcancel()
 	if len(unsent) > 0 {
 		c.release(ctx, bctx, start, unsent)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/storekit"
 	"github.com/idemgen/idemgen/storekit/pgkit"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -90,8 +91,12 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 	if err := checkSchema(st); err != nil {
 		return nil, err
 	}
+	id, err := identity(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
 	inline := pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
-	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline, identity: identity(ctx, pool)}, opts), nil
+	return newStore(&Store{pool: pool, q: sqlcNew(pool), inlineClaim: inline, identity: id}, opts), nil
 }
 
 // StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
@@ -103,15 +108,21 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 func (s *Store) StoreIdentity() string { return s.identity }
 
 // identity reads StoreIdentity's parts; "" (unknown: the runtime compares
-// Store values instead) when the server does not tell them, for example
-// when pg_control_system is not granted to the role.
-func identity(ctx context.Context, pool *pgxpool.Pool) string {
+// Store values instead) when the role may not call pg_control_system
+// (insufficient_privilege). Any other failure is NewStore's error, so that
+// a read that failed by chance (a cut connection, a deadline) never leaves
+// the store without its identity.
+func identity(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var id string
 	err := pool.QueryRow(ctx, "SELECT concat_ws('/', (SELECT system_identifier FROM pg_control_system()), current_database(), to_regclass('idempotency_keys')::oid)").Scan(&id)
-	if err != nil {
-		return ""
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("idempotency store: reading the store's identity: %w", err)
 	}
-	return "postgres:" + id
+	return "postgres:" + id, nil
 }
 
 // uniqueKeys are the tables of the schema with the unique key that the

@@ -44,8 +44,10 @@ func (p Pos) String() string {
 // text, and one that does reads only the mappings on the way.
 //
 // The scan understands YAML block mappings and flow mappings (JSON
-// objects), which is what OpenAPI documents are written as. Where it cannot
-// follow a key (an alias, a complex key) it stops at the last key found.
+// objects), which is what OpenAPI documents are written as, and the items
+// of block and flow sequences (JSON arrays), asked for by their index
+// ("parameters", "0"). Where it cannot follow a key (an alias, a complex
+// key) it stops at the last key found.
 // It is a scan of the text rather than a parse into go.yaml.in/yaml/v4's
 // node tree because the parse costs about a third of kin-openapi's whole
 // load (213 ms against 608 ms on Stripe), while indexing only the mappings
@@ -226,9 +228,11 @@ func (s *Source) valueChildren(off int) map[string]int {
 		return nil
 	}
 	keyIndent := off - lines[line]
-	if j < len(t) && isItem(t, j) && j-lines[s.lineOf(j)] >= keyIndent {
-		// A block sequence, indented under its key or level with it.
-		return s.blockItems(lines[s.lineOf(j)], j-lines[s.lineOf(j)])
+	if j < len(t) && isItem(t, j) {
+		if from := lines[s.lineOf(j)]; j-from >= keyIndent {
+			// A block sequence, indented under its key or level with it.
+			return s.blockItems(from, j-from)
+		}
 	}
 	return s.blockChildren(lines[line+1], keyIndent, -1)
 }
@@ -245,20 +249,9 @@ func (s *Source) blockItems(from, indent int) map[string]int {
 	t := s.Text
 	m := map[string]int{}
 	for start := from; start < len(t); {
-		end := bytes.IndexByte(t[start:], '\n')
-		if end < 0 {
-			end = len(t)
-		} else {
-			end += start + 1
-		}
-		line := t[start:end]
-		ind := 0
-		for ind < len(line) && line[ind] == ' ' {
-			ind++
-		}
-		rest := line[ind:]
+		end, ind, blank := lineAt(t, start)
 		switch {
-		case len(rest) == 0 || rest[0] == '#' || rest[0] == '\n' || rest[0] == '\r' || ind > indent:
+		case blank || ind > indent:
 		case ind == indent && isItem(t, start+ind):
 			m[strconv.Itoa(len(m))] = start + ind
 		default:
@@ -358,24 +351,14 @@ func (s *Source) blockChildren(from, keyIndent, childIndent int) map[string]int 
 	t := s.Text
 	m := map[string]int{}
 	for start := from; start < len(t); {
-		end := bytes.IndexByte(t[start:], '\n')
-		if end < 0 {
-			end = len(t)
-		} else {
-			end += start + 1
-		}
-		line := t[start:end]
-		ind := 0
-		for ind < len(line) && line[ind] == ' ' {
-			ind++
-		}
-		rest := line[ind:]
+		end, ind, blank := lineAt(t, start)
+		rest := t[start+ind : end]
 		if childIndent >= 0 && ind > childIndent {
 			start = end // deeper: inside a child's value
 			continue
 		}
 		switch {
-		case len(rest) == 0 || rest[0] == '#' || rest[0] == '\n' || rest[0] == '\r':
+		case blank:
 		case ind <= keyIndent || (keyIndent < 0 && childIndent >= 0 && ind < childIndent):
 			return m
 		case childIndent < 0 || ind == childIndent:
@@ -387,6 +370,21 @@ func (s *Source) blockChildren(from, keyIndent, childIndent int) map[string]int 
 		start = end
 	}
 	return m
+}
+
+// lineAt reads the line of t starting at start: the offset past it (past
+// its '\n'), its indentation in spaces, and whether it is blank or holds a
+// comment only.
+func lineAt(t []byte, start int) (end, ind int, blank bool) {
+	end = len(t)
+	if n := bytes.IndexByte(t[start:], '\n'); n >= 0 {
+		end = start + n + 1
+	}
+	for start+ind < end && t[start+ind] == ' ' {
+		ind++
+	}
+	rest := t[start+ind : end]
+	return end, ind, len(rest) == 0 || rest[0] == '#' || rest[0] == '\n' || rest[0] == '\r'
 }
 
 // skipKey skips a mapping key: a quoted string, or a plain scalar up to
