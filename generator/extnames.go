@@ -118,17 +118,15 @@ type strayPlace struct {
 	exts  map[string]any
 	keys  []string // from the operation's key
 	where string   // for the message: "responses", "the 200 response"
-	// item names a parameter or server: should the position stop short
-	// of the item (a file read without positions), two items of one list
-	// are still two reports.
-	item string
 }
 
 // strayKey is an annotation reported by reportStray: where it is written,
-// and which.
+// and which. Where the locator stops short (a YAML alias it does not
+// follow; a run without positions), two places share the position it
+// stopped at: the keys it could not follow still tell them apart.
 type strayKey struct {
-	pos        Pos
-	item, name string
+	pos              Pos
+	unfollowed, name string
 }
 
 // reportStray reports the idemgen extensions, exact or misspelt, written
@@ -146,8 +144,8 @@ func (b *builder) reportStray(places []strayPlace, base []string, owner string) 
 			if meant == "" {
 				continue
 			}
-			pos := b.at(append(append(slices.Clip(base), p.keys...), name)...)
-			k := strayKey{pos, p.item, name}
+			pos, unfollowed := b.files.findRest(append(append(slices.Clip(base), p.keys...), name)...)
+			k := strayKey{pos, strings.Join(unfollowed, "\x00"), name}
 			if b.strayReported[k] {
 				continue
 			}
@@ -224,13 +222,13 @@ func paramServerPlaces(params openapi3.Parameters, servers openapi3.Servers) []s
 	for i, p := range params {
 		if p != nil && p.Value != nil && len(p.Value.Extensions) > 0 {
 			where := "the " + p.Value.In + " parameter " + p.Value.Name
-			out = append(out, strayPlace{exts: p.Value.Extensions, keys: []string{"parameters", strconv.Itoa(i)}, where: where, item: where})
+			out = append(out, strayPlace{exts: p.Value.Extensions, keys: []string{"parameters", strconv.Itoa(i)}, where: where})
 		}
 	}
 	for i, s := range servers {
 		if s != nil && len(s.Extensions) > 0 {
 			where := "the server " + s.URL
-			out = append(out, strayPlace{exts: s.Extensions, keys: []string{"servers", strconv.Itoa(i)}, where: where, item: where})
+			out = append(out, strayPlace{exts: s.Extensions, keys: []string{"servers", strconv.Itoa(i)}, where: where})
 		}
 	}
 	return out

@@ -22,10 +22,17 @@ const maxRefHops = 32
 // key is not found next to it. Keys it cannot follow leave the position
 // of the last key found (the file alone when none was).
 func (fs *specFiles) find(keys ...string) Pos {
+	p, _ := fs.findRest(keys...)
+	return p
+}
+
+// findRest is find, which also returns the keys it could not follow (none
+// when the position is the last key's).
+func (fs *specFiles) findRest(keys ...string) (Pos, []string) {
 	s, off := fs.main, location.Root
 	cur := Pos{File: s.Name}
 	if fs.noPos {
-		return cur
+		return cur, keys
 	}
 	keys = slices.Clone(keys)
 	for hops := 0; len(keys) > 0; {
@@ -37,17 +44,17 @@ func (fs *specFiles) find(keys ...string) Pos {
 		}
 		ref, ok := kids["$ref"]
 		if !ok || hops == maxRefHops {
-			return cur
+			return cur, keys
 		}
 		hops++
 		target, frag, ok := fs.follow(s, s.ScalarAt(ref))
 		if !ok {
-			return cur
+			return cur, keys
 		}
 		s, off = target, location.Root
 		keys = append(frag, keys...)
 	}
-	return cur
+	return cur, nil
 }
 
 // follow resolves a $ref written in file from: the file it names (among
