@@ -364,3 +364,27 @@ func Ratios(b *testing.B, st idemrt.Store, base Baseline) {
 		{name: "replay", fn: w.replay},
 	}, [][2]string{{"newkey", "insert"}, {"replay", "select"}})
 }
+
+// CompletedKeys claims and completes n keys of scope createCharge on st
+// ("pre-0" to "pre-<n-1>", one principal and fingerprint), each with a 201
+// and body, for the benchmarks of a replay's read, and returns their claim
+// requests: a replay of one is st.Claim of it again.
+func CompletedKeys(tb testing.TB, ctx context.Context, st idemrt.Store, n int, body []byte) []idemrt.ClaimRequest {
+	tb.Helper()
+	reqs := make([]idemrt.ClaimRequest, n)
+	for i := range reqs {
+		req := idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: fmt.Sprintf("pre-%d", i)}, Lease: time.Minute, TTL: time.Hour}
+		req.PrincipalHash[0], req.Fingerprint[0] = 1, 2
+		res, err := st.Claim(ctx, req)
+		if err != nil || res.State != idemrt.Acquired {
+			tb.Fatal(res, err)
+		}
+		if err := st.Complete(ctx, idemrt.Completion{RecordKey: req.RecordKey, Epoch: res.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{
+			Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: body,
+		}}); err != nil {
+			tb.Fatal(err)
+		}
+		reqs[i] = req
+	}
+	return reqs
+}

@@ -2,13 +2,10 @@ package mysql
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
-	idemrt "github.com/idemgen/idemgen/runtime"
+	"github.com/idemgen/idemgen/internal/stores/harness"
 )
 
 // BenchmarkLookupProtocol compares the store's Lookup of a completed key
@@ -31,18 +28,7 @@ func BenchmarkLookupProtocol(b *testing.B) {
 	const rows = 1000
 	params := make([]sqlcLookupParams, rows)
 	claims := make([]sqlcClaimParams, rows)
-	for i := range rows {
-		req := idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: fmt.Sprintf("pre-%d", i)}, Lease: time.Minute, TTL: time.Hour}
-		req.PrincipalHash[0], req.Fingerprint[0] = 1, 2
-		res, err := st.Claim(ctx, req)
-		if err != nil || res.State != idemrt.Acquired {
-			b.Fatal(res, err)
-		}
-		if err := st.Complete(ctx, idemrt.Completion{RecordKey: req.RecordKey, Epoch: res.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{
-			Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`),
-		}}); err != nil {
-			b.Fatal(err)
-		}
+	for i, req := range harness.CompletedKeys(b, ctx, st, rows, []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)) {
 		params[i] = sqlcLookupParams{Scope: []byte(req.Scope), Principal: req.PrincipalHash[:], IdemKey: []byte(req.Key)}
 		claims[i] = sqlcClaimParams{
 			Scope: params[i].Scope, Principal: params[i].Principal, IdemKey: params[i].IdemKey,

@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
+	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -46,28 +45,14 @@ func BenchmarkReplayRead(b *testing.B) {
 	}
 	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 	const rows = 200
-	reqs := make([]idemrt.ClaimRequest, rows)
-	for i := range rows {
-		id := fmt.Sprintf("pre-%d", i)
-		if err := hb.Insert(ctx, id, body); err != nil {
+	reqs := harness.CompletedKeys(b, ctx, st, rows, body)
+	for _, req := range reqs {
+		if err := hb.Insert(ctx, req.Key, body); err != nil {
 			b.Fatal(err)
 		}
-		if err := hb.Save(ctx, id, body, time.Now().Add(time.Hour)); err != nil {
+		if err := hb.Save(ctx, req.Key, body, time.Now().Add(time.Hour)); err != nil {
 			b.Fatal(err)
 		}
-		req := idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: id}, Lease: time.Minute, TTL: time.Hour}
-		req.PrincipalHash[0] = 1
-		req.Fingerprint[0] = 2
-		res, err := st.Claim(ctx, req)
-		if err != nil || res.State != idemrt.Acquired {
-			b.Fatal(res, err)
-		}
-		if err := st.Complete(ctx, idemrt.Completion{RecordKey: req.RecordKey, Epoch: res.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{
-			Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: body,
-		}}); err != nil {
-			b.Fatal(err)
-		}
-		reqs[i] = req
 	}
 	b.Run("store", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {

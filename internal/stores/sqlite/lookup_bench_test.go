@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"testing"
-	"time"
 
+	"github.com/idemgen/idemgen/internal/stores/harness"
 	idemrt "github.com/idemgen/idemgen/runtime"
 )
 
@@ -42,25 +40,11 @@ func BenchmarkReplayRead(b *testing.B) {
 	}
 	body := []byte(`{"id":"ch_1","amount":100,"currency":"eur"}`)
 	const rows = 1000
-	reqs := make([]idemrt.ClaimRequest, rows)
-	for i := range rows {
-		id := fmt.Sprintf("pre-%d", i)
-		if _, err := conn.ExecContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)", id, body); err != nil {
+	reqs := harness.CompletedKeys(b, ctx, st, rows, body)
+	for _, req := range reqs {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO plain (id, body) VALUES (?, ?)", req.Key, body); err != nil {
 			b.Fatal(err)
 		}
-		req := idemrt.ClaimRequest{RecordKey: idemrt.RecordKey{Scope: "createCharge", Key: id}, Lease: time.Minute, TTL: time.Hour}
-		req.PrincipalHash[0] = 1
-		req.Fingerprint[0] = 2
-		res, err := st.Claim(ctx, req)
-		if err != nil || res.State != idemrt.Acquired {
-			b.Fatal(res, err)
-		}
-		if err := st.Complete(ctx, idemrt.Completion{RecordKey: req.RecordKey, Epoch: res.Epoch, TTL: time.Hour, Response: &idemrt.SavedResponse{
-			Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: body,
-		}}); err != nil {
-			b.Fatal(err)
-		}
-		reqs[i] = req
 	}
 	sel, err := conn.PrepareContext(ctx, "SELECT body FROM plain WHERE id = ?")
 	if err != nil {
