@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -418,12 +419,13 @@ func (b *builder) reportOptionalKeys() {
 
 // paramPos is where the declaration of p, a parameter of r, is written:
 // its required key (or the parameter) in the components it names, else
-// the parameters of the operation or path item.
+// the parameter in the parameters of the operation or path item.
 func (b *builder) paramPos(r *opRef, p *openapi3.ParameterRef) Pos {
-	fallback := b.at(r.field("parameters")...)
-	if !slices.Contains(r.op.Parameters, p) {
-		fallback = b.at(append(slices.Clone(r.keys[:len(r.keys)-1]), "parameters")...)
+	list, i := r.field("parameters"), slices.Index(r.op.Parameters, p)
+	if i < 0 {
+		list, i = append(slices.Clone(r.keys[:len(r.keys)-1]), "parameters"), slices.Index(r.item.Parameters, p)
 	}
+	fallback := b.at(append(list, strconv.Itoa(i))...)
 	if frag, ok := strings.CutPrefix(p.Ref, "#/"); ok && p.Ref != "" {
 		keys := pointerKeys(frag)
 		at := b.at(append(keys, "required")...)

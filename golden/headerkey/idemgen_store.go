@@ -100,11 +100,12 @@ func NewStore(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 }
 
 // StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
-// as NewStore read them from the server: the cluster's system identifier (the same through
-// any address, pooler or proxy), the database and the table's oid in it
-// (the table search_path finds, as the statements do). Two stores over one table
-// have the same identity whatever values they are, so that the runtime
-// knows a wrapper mounted inside another one over the same table.
+// as NewStore read them from the server: the cluster's system identifier
+// (the same through any address, pooler or proxy), the database and the
+// table's oid in it (the table search_path finds, as the statements do).
+// Two stores over one table have the same identity whatever values they
+// are, so that the runtime knows a wrapper mounted inside another one over
+// the same table.
 func (s *Store) StoreIdentity() string { return s.identity }
 
 // identity reads StoreIdentity's parts; "" (unknown: the runtime compares

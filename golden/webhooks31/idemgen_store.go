@@ -127,11 +127,11 @@ func NewStore(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 }
 
 // StoreIdentity names the records the store keeps (idemrt.StoreIdentifier),
-// as NewStore read them from the server: the database's file (as SQLite names it: its full
-// path) and the table; "" (unknown: the runtime compares Store values)
-// for a database without a file. Two stores over one table
-// have the same identity whatever values they are, so that the runtime
-// knows a wrapper mounted inside another one over the same table.
+// as NewStore read them from the database: its file (as SQLite names it:
+// its full path) and the table; "" (unknown: the runtime compares Store
+// values) for a database without a file. Two stores over one table have
+// the same identity whatever values they are, so that the runtime knows a
+// wrapper mounted inside another one over the same table.
 func (s *Store) StoreIdentity() string { return s.identity }
 
 // Close releases the store's prepared statements (not db).

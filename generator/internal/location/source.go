@@ -155,12 +155,12 @@ func (s *Source) Frame(p Pos) string {
 	return num + " | " + line + "\n" + strings.Repeat(" ", len(num)) + " | " + caret.String() + "^"
 }
 
-// children returns the keys of the mapping that is the value of the key at
+// Children returns the keys of the mapping that is the value of the key at
 // off (Root: the document's top-level mapping), indexed on first use. When
 // that value is a sequence (a YAML block sequence or a flow array), the
 // keys are the items' indexes ("0", "1"...) and each maps to the item's
-// offset (its '-' indicator, or its '{' in a flow array); off may be such
-// an item, whose children are the keys of its mapping. An item's offset
+// offset (its '-' indicator, or where it starts in a flow array); off may
+// be such an item, whose children are the keys of its mapping. An item's offset
 // is never a key's: a key starts neither with '{' nor with a '-' followed
 // by a space ("-tenant" is a key).
 func (s *Source) Children(off int) map[string]int {
